@@ -1,0 +1,393 @@
+//! The reaper driver: plays a scenario's steps against any engine, as the
+//! queue's workers and reapers would, and reads back the outcome.
+//!
+//! It owns the clock, the attempt labels and the app-side rules; every time
+//! comparison happens in the engine (the model, or a dialect's SQL). The same
+//! driver, unchanged, runs the model and every database.
+
+use std::collections::BTreeMap;
+
+use crate::engine::{Call, Candidate, Engine, EngineError, EngineErrorKind, JobRow, LeaseRow, ReapGuard, Reply};
+use crate::outcome::{ClaimResult, FailureEvent, JobOutcome, LastError, LeaseOutcome, Outcome, StepResult, WorkerResult};
+use crate::rules::{self, AppClass, ReapAction};
+use crate::scenario::{AttemptRef, DEFAULT_REAPER, Job, Scenario, Step};
+use crate::time::{Duration, Instant};
+
+/// Runs `scenario` on `engine`. With `trace`, each step and each reaper
+/// decision is described there in words (what `reapcheck explain` prints).
+pub async fn run<E: Engine>(
+    scenario: &Scenario,
+    engine: &mut E,
+    trace: Option<&mut Vec<String>>,
+) -> Result<Outcome, EngineError> {
+    let mut driver = Driver::new(scenario, engine, trace);
+    driver.setup().await?;
+    let mut steps = Vec::with_capacity(scenario.steps.len());
+    for step in &scenario.steps {
+        driver.note(format!("@ {} {}", driver.clock(), describe(step.value())));
+        let result = driver.step(step.value()).await?;
+        if let Some(r) = &result {
+            driver.note(format!("  -> {}", serde_saphyr::to_string(r).unwrap_or_default().trim().replace('\n', ", ")));
+        }
+        steps.push(result);
+    }
+    driver.outcome(steps).await
+}
+
+/// A reaper's candidate with the decision made at scan time.
+struct Planned {
+    guard: ReapGuard,
+    action: ReapAction,
+}
+
+struct Driver<'a, E> {
+    scenario: &'a Scenario,
+    engine: &'a mut E,
+    trace: Option<&'a mut Vec<String>>,
+    now: Instant,
+    app_grace: i64,
+    /// Each job's latest live attempt label, if any.
+    latest: BTreeMap<String, String>,
+    /// Successful claims of each job so far (numbers `<job>/<n>`).
+    claims: BTreeMap<String, u64>,
+    /// Each reaper's planned updates between `scan` and `apply`, with the
+    /// clock of its scan.
+    reapers: BTreeMap<String, (Instant, Vec<Planned>)>,
+    events: Vec<FailureEvent>,
+}
+
+impl<'a, E: Engine> Driver<'a, E> {
+    fn new(scenario: &'a Scenario, engine: &'a mut E, trace: Option<&'a mut Vec<String>>) -> Self {
+        Driver {
+            scenario,
+            engine,
+            trace,
+            now: scenario.now,
+            app_grace: scenario.settings.heartbeat_grace,
+            latest: BTreeMap::new(),
+            claims: BTreeMap::new(),
+            reapers: BTreeMap::new(),
+            events: Vec::new(),
+        }
+    }
+
+    fn clock(&self) -> Instant {
+        self.now
+    }
+
+    fn note(&mut self, line: String) {
+        if let Some(trace) = self.trace.as_deref_mut() {
+            trace.push(line);
+        }
+    }
+
+    fn job(&self, id: &str) -> &'a Job {
+        self.scenario.jobs.iter().find(|j| j.id.as_str() == id).expect("validated: steps name declared jobs")
+    }
+
+    fn class(&self, name: &str) -> AppClass {
+        AppClass::of(&self.scenario.classes[name])
+    }
+
+    async fn call(&mut self, call: Call) -> Result<Reply, EngineError> {
+        self.engine.call(call).await
+    }
+
+    async fn changed(&mut self, call: Call) -> Result<u64, EngineError> {
+        match self.call(call).await? {
+            Reply::Changed(n) => Ok(n),
+            other => Err(unexpected("a count of changed rows", other)),
+        }
+    }
+
+    async fn setup(&mut self) -> Result<(), EngineError> {
+        if let Some(zone) = &self.scenario.session_time_zone {
+            self.call(Call::SetTimeZone { zone: zone.clone() }).await?;
+        }
+        self.call(Call::CreateSchema).await?;
+        let now = self.now;
+        for job in &self.scenario.jobs {
+            let declared = &self.scenario.classes[job.class.as_str()];
+            let processing = job.status == crate::outcome::Status::Processing;
+            let claim_timeout = match job.claim_timeout {
+                Some(explicit) => explicit,
+                None => processing.then_some(declared.timeout),
+            };
+            let token = processing.then(|| format!("{}/1", job.id.as_str()));
+            if let Some(t) = &token {
+                self.latest.insert(job.id.to_string(), t.clone());
+                self.claims.insert(job.id.to_string(), 1);
+            }
+            let row = JobRow {
+                id: job.id.to_string(),
+                class: job.class.to_string(),
+                queue: job.queue.to_string(),
+                status: job.status,
+                attempts: job.attempts,
+                max_retries: job.max_retries.unwrap_or(declared.max_retries),
+                claim_timeout,
+                claim_token: token,
+                heartbeat_at: job.heartbeat.map(|t| t.resolve(now)),
+                run_at: job.run_at.resolve(now),
+                updated_at: job.claimed.resolve(now),
+                failed_at: None,
+                completed_at: None,
+                last_error: None,
+            };
+            self.call(Call::InsertJob(row)).await?;
+        }
+        for lease in &self.scenario.leases {
+            let row =
+                LeaseRow { name: lease.name.clone(), owner: lease.owner.clone(), expires_at: lease.expires.resolve(now) };
+            self.call(Call::InsertLease(row)).await?;
+        }
+        Ok(())
+    }
+
+    async fn step(&mut self, step: &Step) -> Result<Option<StepResult>, EngineError> {
+        Ok(Some(match step {
+            Step::Reap(a) => {
+                let planned = self.scan(a.timeout, a.queues.as_ref()).await?;
+                StepResult::Reap(self.apply(self.now, planned).await?)
+            }
+            Step::Scan(a) => {
+                let planned = self.scan(a.timeout, a.queues.as_ref()).await?;
+                let ids = planned.iter().map(|p| p.guard.id.clone()).collect();
+                let reaper = a.reaper.clone().unwrap_or_else(|| DEFAULT_REAPER.to_owned());
+                self.reapers.insert(reaper, (self.now, planned));
+                StepResult::Scan(ids)
+            }
+            Step::Apply(a) => {
+                let reaper = a.reaper.as_deref().unwrap_or(DEFAULT_REAPER);
+                let (at, planned) = self.reapers.remove(reaper).unwrap_or((self.now, Vec::new()));
+                StepResult::Apply(self.apply(at, planned).await?)
+            }
+            Step::Claim(c) => StepResult::Claim(self.claim(c.job.as_str(), c.label.as_ref().map(|l| l.to_string())).await?),
+            Step::Heartbeat(r) => StepResult::Heartbeat(self.heartbeat(r).await?),
+            Step::Complete(r) => {
+                let (result, lost) = self.complete(r).await?;
+                StepResult::Complete(result, lost)
+            }
+            Step::Fail(r) => {
+                let (result, lost) = self.fail(r).await?;
+                StepResult::Fail(result, lost)
+            }
+            Step::Advance(d) => {
+                self.now = self.now + *d;
+                return Ok(None);
+            }
+            Step::Set(s) => {
+                self.app_grace = s.heartbeat_grace;
+                return Ok(None);
+            }
+        }))
+    }
+
+    /// Finds the candidates and decides, with this scan's clock, each one's
+    /// cutoff and outcome.
+    async fn scan(
+        &mut self,
+        timeout: Option<i64>,
+        queues: Option<&Vec<crate::scenario::Located<String>>>,
+    ) -> Result<Vec<Planned>, EngineError> {
+        let poll = rules::poll_timeout(timeout);
+        let queues = queues.map(|q| q.iter().map(|s| s.to_string()).collect());
+        let candidates = match self.call(Call::ReapScan { now: self.now, queues }).await? {
+            Reply::Candidates(c) => c,
+            other => return Err(unexpected("candidate rows", other)),
+        };
+        let mut planned = Vec::with_capacity(candidates.len());
+        for c in candidates {
+            planned.push(self.plan(&c, poll));
+        }
+        Ok(planned)
+    }
+
+    fn plan(&mut self, c: &Candidate, poll: i64) -> Planned {
+        let class = self.class(&c.class);
+        let grace = class.grace(self.app_grace);
+        let timeout = rules::row_timeout(c.claim_timeout, poll);
+        let claim_window = rules::claim_window(timeout);
+        let window = rules::window(c.has_beat, grace, claim_window);
+        let cutoff = self.now - Duration::from_secs(window);
+        let action = rules::reap_action(&class, c.attempts, c.max_retries);
+        if self.trace.is_some() {
+            let last_seen = c.last_seen.map_or("(not read)".to_owned(), |l| format!("{l} ({})", l.since(self.now)));
+            self.note(format!(
+                "  candidate {}: last_seen {last_seen}, has_beat {}, grace {grace}s, row timeout {timeout}s, \
+                 claim window {claim_window}s, window {window}s, cutoff {cutoff} ({}), decision {}",
+                c.id,
+                u8::from(c.has_beat),
+                cutoff.since(self.now),
+                match action {
+                    ReapAction::Interrupt => "interrupted (not idempotent)".to_owned(),
+                    ReapAction::Retry { delay } => format!("retry in {delay}s (attempt {} <= {})", c.attempts, c.max_retries),
+                    ReapAction::Fail => format!("failed (attempt {} > {})", c.attempts, c.max_retries),
+                },
+            ));
+        }
+        Planned { guard: ReapGuard { id: c.id.clone(), attempts: c.attempts, cutoff }, action }
+    }
+
+    /// Runs each planned guarded UPDATE; returns the rows changed.
+    async fn apply(&mut self, at: Instant, planned: Vec<Planned>) -> Result<u64, EngineError> {
+        let mut count = 0;
+        for Planned { guard, action } in planned {
+            let (id, attempts) = (guard.id.clone(), guard.attempts);
+            let call = match action {
+                ReapAction::Interrupt => Call::ReapInterrupt { guard, now: at },
+                ReapAction::Retry { delay } => Call::ReapRetry { guard, now: at, run_at: at + Duration::from_secs(delay) },
+                ReapAction::Fail => Call::ReapFail { guard, now: at },
+            };
+            let n = self.changed(call).await?;
+            self.note(format!(
+                "  apply {id}: {}",
+                if n > 0 { "reclaimed" } else { "no longer matches the guard; left alone" }
+            ));
+            count += n;
+            if n > 0 && !matches!(action, ReapAction::Retry { .. }) {
+                self.events.push(FailureEvent { job: id, attempt: attempts, is_final: true, error: LastError::Timeout });
+            }
+        }
+        Ok(count)
+    }
+
+    async fn claim(&mut self, id: &str, label: Option<String>) -> Result<ClaimResult, EngineError> {
+        let job = self.job(id);
+        let class = self.class(job.class.as_str());
+        let number = self.claims.get(id).copied().unwrap_or(0) + 1;
+        let token = label.unwrap_or_else(|| format!("{id}/{number}"));
+        let now = self.now;
+        let claim = Call::Claim { id: id.to_owned(), token: token.clone(), claim_timeout: class.timeout, now };
+        if self.changed(claim).await? == 0 {
+            return Ok(ClaimResult::NotClaimable);
+        }
+        if let Some(name) = rules::lease_name(job, &class) {
+            let expires_at = now + rules::lease_window(&class);
+            let acquire = Call::LeaseAcquire { name: name.clone(), token: token.clone(), expires_at };
+            let taken = self.changed(acquire).await? > 0
+                || self
+                    .changed(Call::LeaseTakeover { name: name.clone(), token: token.clone(), now, expires_at })
+                    .await?
+                    > 0;
+            if !taken {
+                self.changed(Call::LeaseDefer { id: id.to_owned(), token, name, now }).await?;
+                return Ok(ClaimResult::Deferred);
+            }
+        }
+        self.claims.insert(id.to_owned(), number);
+        self.latest.insert(id.to_owned(), token);
+        Ok(ClaimResult::Claimed)
+    }
+
+    /// The token a worker step acts with: the named attempt, else the latest.
+    fn token(&self, r: &AttemptRef) -> Option<String> {
+        match &r.attempt {
+            Some(a) => Some(a.to_string()),
+            None => self.latest.get(r.job.as_str()).cloned(),
+        }
+    }
+
+    async fn heartbeat(&mut self, r: &AttemptRef) -> Result<WorkerResult, EngineError> {
+        let Some(token) = self.token(r) else { return Ok(WorkerResult::Fenced) };
+        let (id, now) = (r.job.to_string(), self.now);
+        if self.changed(Call::Heartbeat { id: id.clone(), token: token.clone(), now }).await? == 0 {
+            return Ok(WorkerResult::Fenced);
+        }
+        let job = self.job(&id);
+        let class = self.class(job.class.as_str());
+        if let Some(name) = rules::lease_name(job, &class) {
+            let expires_at = now + rules::lease_renewal(&class, class.grace(self.app_grace));
+            self.changed(Call::LeaseRenew { name, token, expires_at }).await?;
+        }
+        Ok(WorkerResult::Ok)
+    }
+
+    async fn complete(&mut self, r: &AttemptRef) -> Result<(WorkerResult, bool), EngineError> {
+        let Some(token) = self.token(r) else { return Ok((WorkerResult::Fenced, false)) };
+        let (id, now) = (r.job.to_string(), self.now);
+        if self.changed(Call::Complete { id: id.clone(), token: token.clone(), now }).await? == 0 {
+            return Ok((WorkerResult::Fenced, false));
+        }
+        Ok((WorkerResult::Ok, self.release(&id, token).await?))
+    }
+
+    async fn fail(&mut self, r: &AttemptRef) -> Result<(WorkerResult, bool), EngineError> {
+        let Some(token) = self.token(r) else { return Ok((WorkerResult::Fenced, false)) };
+        let (id, now) = (r.job.to_string(), self.now);
+        let (attempts, max_retries) = match self.call(Call::ReadAttempt { id: id.clone(), token: token.clone() }).await? {
+            Reply::Attempt(Some(a)) => a,
+            Reply::Attempt(None) => return Ok((WorkerResult::Fenced, false)),
+            other => return Err(unexpected("the attempt's counters", other)),
+        };
+        let is_final = attempts > max_retries;
+        let call = if is_final {
+            Call::FailFinal { id: id.clone(), token: token.clone(), attempts, now }
+        } else {
+            let class = self.class(self.job(&id).class.as_str());
+            let run_at = now + Duration::from_secs(class.backoff(attempts));
+            Call::FailRetry { id: id.clone(), token: token.clone(), attempts, now, run_at }
+        };
+        if self.changed(call).await? == 0 {
+            return Ok((WorkerResult::Fenced, false));
+        }
+        self.events.push(FailureEvent { job: id.clone(), attempt: attempts, is_final, error: LastError::Failed });
+        Ok((WorkerResult::Ok, self.release(&id, token).await?))
+    }
+
+    /// Releases the attempt's lease, if the job has one; true when it had
+    /// been lost to another owner.
+    async fn release(&mut self, id: &str, token: String) -> Result<bool, EngineError> {
+        let job = self.job(id);
+        let class = self.class(job.class.as_str());
+        let Some(name) = rules::lease_name(job, &class) else { return Ok(false) };
+        Ok(self.changed(Call::LeaseRelease { name, token }).await? == 0)
+    }
+
+    async fn outcome(mut self, steps: Vec<Option<StepResult>>) -> Result<Outcome, EngineError> {
+        let now = self.now;
+        let rel = |i: Instant| i.since(now);
+        let jobs = match self.call(Call::ReadJobs).await? {
+            Reply::Jobs(rows) => rows,
+            other => return Err(unexpected("job rows", other)),
+        };
+        let leases = match self.call(Call::ReadLeases).await? {
+            Reply::Leases(rows) => rows,
+            other => return Err(unexpected("lease rows", other)),
+        };
+        Ok(Outcome {
+            steps,
+            jobs: jobs
+                .into_iter()
+                .map(|r| {
+                    let outcome = JobOutcome {
+                        status: r.status,
+                        attempts: r.attempts,
+                        claim_token: r.claim_token,
+                        heartbeat_at: r.heartbeat_at.map(rel),
+                        run_at: rel(r.run_at),
+                        updated_at: rel(r.updated_at),
+                        failed_at: r.failed_at.map(rel),
+                        completed_at: r.completed_at.map(rel),
+                        last_error: r.last_error,
+                    };
+                    (r.id, outcome)
+                })
+                .collect(),
+            leases: leases
+                .into_iter()
+                .map(|l| (l.name, LeaseOutcome { owner: l.owner, expires_at: rel(l.expires_at) }))
+                .collect(),
+            on_failure: self.events,
+        })
+    }
+}
+
+fn unexpected(wanted: &str, got: Reply) -> EngineError {
+    EngineError { statement: "driver", kind: EngineErrorKind::Decode(format!("wanted {wanted}, got {got:?}")) }
+}
+
+/// A step in words, for traces.
+fn describe(step: &Step) -> String {
+    serde_saphyr::to_string(step).unwrap_or_default().trim().replace('\n', " ")
+}

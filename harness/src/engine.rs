@@ -1,0 +1,198 @@
+//! The storage contract: the operations the driver asks of a store, one per
+//! named SQL statement of a dialect. The reference model answers them in
+//! Rust; a SQL engine answers them by running the dialect's statement.
+
+use crate::outcome::{LastError, Status};
+use crate::time::Instant;
+
+/// A value bound to, or read from, a statement.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Value {
+    /// Text.
+    Text(String),
+    /// A 64-bit integer.
+    Int(i64),
+    /// An instant.
+    Instant(Instant),
+    /// SQL NULL of the given kind (drivers that type their parameters need it).
+    Null(Kind),
+}
+
+/// The kind of a bound or returned value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Text.
+    Text,
+    /// A 64-bit integer.
+    Int,
+    /// An instant.
+    Instant,
+}
+
+impl Value {
+    /// Text, or NULL.
+    pub fn opt_text(v: Option<&str>) -> Value {
+        v.map_or(Value::Null(Kind::Text), |s| Value::Text(s.to_owned()))
+    }
+
+    /// An integer, or NULL.
+    pub fn opt_int(v: Option<i64>) -> Value {
+        v.map_or(Value::Null(Kind::Int), Value::Int)
+    }
+
+    /// An instant, or NULL.
+    pub fn opt_instant(v: Option<Instant>) -> Value {
+        v.map_or(Value::Null(Kind::Instant), Value::Instant)
+    }
+}
+
+/// A row of `jobs`, as written at setup and as read back at the end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub struct JobRow {
+    pub id: String,
+    pub class: String,
+    pub queue: String,
+    pub status: Status,
+    pub attempts: i64,
+    pub max_retries: i64,
+    pub claim_timeout: Option<i64>,
+    pub claim_token: Option<String>,
+    pub heartbeat_at: Option<Instant>,
+    pub run_at: Instant,
+    pub updated_at: Instant,
+    pub failed_at: Option<Instant>,
+    pub completed_at: Option<Instant>,
+    pub last_error: Option<LastError>,
+}
+
+/// A row of `job_leases`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub struct LeaseRow {
+    pub name: String,
+    pub owner: String,
+    pub expires_at: Instant,
+}
+
+/// A row a reaper's scan found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub struct Candidate {
+    pub id: String,
+    pub class: String,
+    pub attempts: i64,
+    pub max_retries: i64,
+    pub claim_timeout: Option<i64>,
+    /// `CASE WHEN heartbeat_at IS NULL THEN 0 ELSE 1 END`, computed by the store.
+    pub has_beat: bool,
+    /// `last_seen`, for `reapcheck explain` only: the model fills it, SQL
+    /// stores leave it empty, and the driver never decides anything by it.
+    pub last_seen: Option<Instant>,
+}
+
+/// The guard of a reap UPDATE: the row as scanned, and the staleness cutoff.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReapGuard {
+    /// The job.
+    pub id: String,
+    /// `attempts` as scanned.
+    pub attempts: i64,
+    /// The row must still have `last_seen < cutoff`.
+    pub cutoff: Instant,
+}
+
+/// One operation of the contract. Each has a statement of the same name in
+/// every dialect (see `dialect::contract`).
+#[derive(Clone, Debug)]
+#[allow(missing_docs)]
+pub enum Call {
+    /// Sets the connection's time zone (a no-op where the store has none).
+    SetTimeZone { zone: String },
+    /// Creates the tables.
+    CreateSchema,
+    InsertJob(JobRow),
+    InsertLease(LeaseRow),
+    /// `pending` and due -> `processing`, attempts + 1, heartbeat cleared.
+    Claim { id: String, token: String, claim_timeout: i64, now: Instant },
+    /// `heartbeat_at = now` (legacy: `updated_at`) for the live attempt.
+    Heartbeat { id: String, token: String, now: Instant },
+    /// `completed` for the live attempt.
+    Complete { id: String, token: String, now: Instant },
+    /// The live attempt's `attempts` and `max_retries`.
+    ReadAttempt { id: String, token: String },
+    /// The worker's failure with retries left.
+    FailRetry { id: String, token: String, attempts: i64, now: Instant, run_at: Instant },
+    /// The worker's failure with none left.
+    FailFinal { id: String, token: String, attempts: i64, now: Instant },
+    /// The reaper's scan: `processing` rows silent past the 30 s floor.
+    ReapScan { now: Instant, queues: Option<Vec<String>> },
+    /// Guarded: back to `pending`.
+    ReapRetry { guard: ReapGuard, now: Instant, run_at: Instant },
+    /// Guarded: `interrupted`.
+    ReapInterrupt { guard: ReapGuard, now: Instant },
+    /// Guarded: `failed`.
+    ReapFail { guard: ReapGuard, now: Instant },
+    /// Insert the lease if nobody holds it.
+    LeaseAcquire { name: String, token: String, expires_at: Instant },
+    /// Take the lease over if it expired before `now`.
+    LeaseTakeover { name: String, token: String, now: Instant, expires_at: Instant },
+    /// Give the claim back until the busy lease lapses.
+    LeaseDefer { id: String, token: String, name: String, now: Instant },
+    /// Extend the attempt's own lease.
+    LeaseRenew { name: String, token: String, expires_at: Instant },
+    /// Delete the attempt's own lease.
+    LeaseRelease { name: String, token: String },
+    /// Every job row.
+    ReadJobs,
+    /// Every lease row.
+    ReadLeases,
+}
+
+/// What a call returns.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// Statements with no result: schema, setup, time zone.
+    Done,
+    /// Rows changed.
+    Changed(u64),
+    /// `ReadAttempt`: attempts and max_retries, when the attempt is live.
+    Attempt(Option<(i64, i64)>),
+    /// `ReapScan`, in order of id.
+    Candidates(Vec<Candidate>),
+    /// `ReadJobs`, in order of id.
+    Jobs(Vec<JobRow>),
+    /// `ReadLeases`, in order of name.
+    Leases(Vec<LeaseRow>),
+}
+
+/// A store that answers the contract: the model or a database.
+pub trait Engine {
+    /// Runs one operation.
+    fn call(&mut self, call: Call) -> impl Future<Output = Result<Reply, EngineError>>;
+}
+
+/// A store that failed to answer.
+#[derive(Debug, thiserror::Error)]
+#[error("{statement}: {kind}")]
+pub struct EngineError {
+    /// The statement that failed.
+    pub statement: &'static str,
+    /// What went wrong.
+    #[source]
+    pub kind: EngineErrorKind,
+}
+
+/// The kinds of store failure.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineErrorKind {
+    /// The database answered with an error.
+    #[error("the database refused it: {0}")]
+    Database(String),
+    /// The connection broke.
+    #[error("the connection was lost: {0}")]
+    Connection(String),
+    /// A returned row did not have the declared columns or types.
+    #[error("unexpected result: {0}")]
+    Decode(String),
+}

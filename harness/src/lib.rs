@@ -1,0 +1,16 @@
+//! reapcheck: a conformance harness for the reapers of SQL-backed job queues.
+//!
+//! A scenario (YAML, [`scenario`]) is played by the [`driver`] against the
+//! reference [`model`] and against each database [`target`] through its
+//! dialect's SQL ([`dialect`], [`sql`], [`backend`]); every run yields an
+//! [`outcome`], and all of them must equal the scenario's committed snapshot
+//! ([`snapshot`]). [`runner`] ties these together for the CLI and the tests.
+
+pub mod driver;
+pub mod engine;
+pub mod model;
+pub mod outcome;
+pub mod rules;
+pub mod scenario;
+pub mod target;
+pub mod time;

@@ -1,0 +1,98 @@
+//! What can be wrong with a scenario file.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use super::located::Position;
+
+/// A scenario file that cannot run, with the place to fix it.
+#[derive(Debug, thiserror::Error)]
+pub struct ScenarioError {
+    /// The file.
+    pub path: PathBuf,
+    /// Where in it, when known.
+    pub position: Option<Position>,
+    /// What is wrong.
+    #[source]
+    pub kind: ScenarioErrorKind,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.position {
+            Some(p) => write!(f, "{}:{}:{}: {}", self.path.display(), p.line, p.column, self.kind),
+            None => write!(f, "{}: {}", self.path.display(), self.kind),
+        }
+    }
+}
+
+/// The kinds of scenario error.
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioErrorKind {
+    /// The file could not be read.
+    #[error("cannot read the file: {0}")]
+    Read(#[from] std::io::Error),
+    /// The YAML does not match the scenario format.
+    #[error("{0}")]
+    Format(String),
+    /// Two jobs share an id.
+    #[error("duplicate job id `{0}`: give each job its own id")]
+    DuplicateJob(String),
+    /// A job names a class the scenario does not declare.
+    #[error("unknown class `{class}`: declare it under `classes` (declared: {declared})")]
+    UnknownClass {
+        /// The class named.
+        class: String,
+        /// The classes declared, comma-separated.
+        declared: String,
+    },
+    /// A step or an expectation names a job that does not exist.
+    #[error("unknown job `{job}`: the jobs are {known}")]
+    UnknownJob {
+        /// The job named.
+        job: String,
+        /// The job ids, comma-separated.
+        known: String,
+    },
+    /// A step names an attempt that no claim of the job can make.
+    #[error(
+        "unknown attempt `{attempt}` of job `{job}`: use `{job}/<n>` or a label given with `as:` on a claim of `{job}`"
+    )]
+    UnknownAttempt {
+        /// The job.
+        job: String,
+        /// The attempt label named.
+        attempt: String,
+    },
+    /// An `as:` label is used twice for one job, or clashes with `<job>/<n>`.
+    #[error("attempt label `{0}` is already used for this job: choose another")]
+    DuplicateLabel(String),
+    /// A legacy-schema scenario sets a heartbeat, which has no column there.
+    #[error("the legacy schema has no `heartbeat_at`: remove `heartbeat` or use `schema: standard`")]
+    HeartbeatOnLegacy,
+    /// A queue list is empty or a queue name cannot be passed to SQL.
+    #[error("invalid queue `{0}`: queue names are non-empty and contain no comma")]
+    BadQueue(String),
+    /// `queues: []` would reap nothing.
+    #[error("`queues` is empty: name at least one queue, or omit it for all")]
+    EmptyQueues,
+    /// A divergence names no known target.
+    #[error("unknown target `{target}` under `divergence`: the targets are {known}")]
+    UnknownTarget {
+        /// The name given.
+        target: String,
+        /// The known target names.
+        known: String,
+    },
+    /// `session_time_zone` is neither an IANA name nor an offset.
+    #[error("invalid session_time_zone `{0}`: write an IANA name such as `America/New_York` or an offset such as `+05:30`")]
+    BadTimeZone(String),
+    /// `expect.steps` does not have one entry per step.
+    #[error("expect.steps has {given} entries but the scenario has {steps} steps: give one per step, null to match any")]
+    ExpectStepCount {
+        /// Entries given.
+        given: usize,
+        /// Steps in the scenario.
+        steps: usize,
+    },
+}

@@ -1,0 +1,82 @@
+//! Finding scenario files and reading them; all errors of all files at once.
+
+use std::path::{Path, PathBuf};
+
+use super::error::{ScenarioError, ScenarioErrorKind};
+use super::located::Position;
+use super::types::Scenario;
+use super::validate::validate;
+
+/// A scenario with its name and file.
+#[derive(Clone, Debug)]
+pub struct LoadedScenario {
+    /// The path below the scenarios folder, without `.yaml`: `grace/floor`.
+    pub name: String,
+    /// The file it came from.
+    pub path: PathBuf,
+    /// Its content.
+    pub scenario: Scenario,
+}
+
+/// Every `.yaml` file below `root`, sorted by name.
+pub fn discover(root: &Path) -> Result<Vec<(String, PathBuf)>, ScenarioError> {
+    let mut found = Vec::new();
+    walk(root, root, &mut found)?;
+    found.sort();
+    Ok(found)
+}
+
+fn walk(root: &Path, dir: &Path, found: &mut Vec<(String, PathBuf)>) -> Result<(), ScenarioError> {
+    let read_error = |e| ScenarioError { path: dir.to_owned(), position: None, kind: ScenarioErrorKind::Read(e) };
+    for entry in std::fs::read_dir(dir).map_err(read_error)? {
+        let path = entry.map_err(read_error)?.path();
+        if path.is_dir() {
+            walk(root, &path, found)?;
+        } else if path.extension().is_some_and(|e| e == "yaml") {
+            let relative = path.strip_prefix(root).expect("walked below root").with_extension("");
+            let name = relative.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
+            found.push((name, path));
+        }
+    }
+    Ok(())
+}
+
+/// Reads and validates one file; every problem in it is returned.
+pub fn parse_file(name: &str, path: &Path) -> Result<LoadedScenario, Vec<ScenarioError>> {
+    let error = |position, kind| ScenarioError { path: path.to_owned(), position, kind };
+    let text = std::fs::read_to_string(path).map_err(|e| vec![error(None, ScenarioErrorKind::Read(e))])?;
+    let scenario = parse_text(&text).map_err(|(position, message)| vec![error(position, ScenarioErrorKind::Format(message))])?;
+    let problems = validate(&scenario);
+    if !problems.is_empty() {
+        return Err(problems.into_iter().map(|(p, k)| error(p, k)).collect());
+    }
+    Ok(LoadedScenario { name: name.to_owned(), path: path.to_owned(), scenario })
+}
+
+/// Parses scenario YAML; on error, the position and a message with the
+/// offending source lines.
+pub fn parse_text(text: &str) -> Result<Scenario, (Option<Position>, String)> {
+    serde_saphyr::from_str::<Scenario>(text).map_err(|e| {
+        let position = e.location().filter(|l| l.line() > 0).map(|l| Position { line: l.line(), column: l.column() });
+        (position, e.to_string())
+    })
+}
+
+/// Loads every scenario below `root` whose name contains one of `filters`
+/// (all when `filters` is empty). Every file is checked, matching or not:
+/// either all are valid, or the errors of all of them come back and nothing
+/// runs.
+pub fn load_dir(root: &Path, filters: &[String]) -> Result<Vec<LoadedScenario>, Vec<ScenarioError>> {
+    let files = discover(root).map_err(|e| vec![e])?;
+    let mut loaded = Vec::new();
+    let mut errors = Vec::new();
+    for (name, path) in files {
+        let wanted = filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str()));
+        match parse_file(&name, &path) {
+            Ok(s) if wanted => loaded.push(s),
+            Ok(_) => {}
+            Err(mut e) => errors.append(&mut e),
+        }
+    }
+    if errors.is_empty() { Ok(loaded) } else { Err(errors) }
+}

@@ -1,0 +1,403 @@
+//! The scenario document, as `docs/scenario-format.md` describes it.
+//!
+//! These types deserialize strictly (every struct denies unknown keys) and
+//! serialize back to YAML that parses to an equal scenario, so generated
+//! scenarios can be saved as files.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::located::Located;
+use crate::outcome::{FailureEvent, LastError, StepResult, Status};
+use crate::time::{Duration, Instant, TimeSpec};
+
+/// The default starting clock of every scenario.
+pub const DEFAULT_NOW: &str = "2026-01-15T12:00:00Z";
+
+/// One scenario file.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// What the scenario shows, in words.
+    pub description: String,
+    /// The starting clock.
+    #[serde(default = "default_now")]
+    pub now: Instant,
+    /// App-wide settings.
+    #[serde(default)]
+    pub settings: Settings,
+    /// Which `jobs` table the scenario runs on.
+    #[serde(default)]
+    pub schema: Schema,
+    /// A time zone set on every connection; outcomes must not change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_time_zone: Option<String>,
+    /// Job classes by name.
+    #[serde(default)]
+    pub classes: BTreeMap<String, Class>,
+    /// The rows of `jobs` at setup.
+    #[serde(default)]
+    pub jobs: Vec<Job>,
+    /// The rows of `job_leases` at setup.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub leases: Vec<Lease>,
+    /// The operations, in order.
+    pub steps: Vec<Located<Step>>,
+    /// Assertions on the outcome, checked on every target.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<Expect>,
+    /// Targets that declare a reasoned difference: target name to reason.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub divergence: BTreeMap<Located<String>, String>,
+}
+
+fn default_now() -> Instant {
+    Instant::parse_rfc3339(DEFAULT_NOW).expect("the default clock is valid")
+}
+
+/// App-wide settings; `set` steps change them mid-scenario.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// Seconds of silence after a heartbeat before the job counts as dead.
+    #[serde(default = "default_grace")]
+    pub heartbeat_grace: i64,
+}
+
+fn default_grace() -> i64 {
+    300
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings { heartbeat_grace: default_grace() }
+    }
+}
+
+/// The shape of the `jobs` table.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Schema {
+    /// With `heartbeat_at`.
+    #[default]
+    Standard,
+    /// Without `heartbeat_at`: a heartbeat writes `updated_at`.
+    Legacy,
+}
+
+impl fmt::Display for Schema {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Schema::Standard => "standard",
+            Schema::Legacy => "legacy",
+        })
+    }
+}
+
+/// Per-class settings.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Class {
+    /// Seconds an attempt may run; written to `claim_timeout` at claim.
+    #[serde(default = "default_timeout")]
+    pub timeout: i64,
+    /// Whether a reaped job may simply run again.
+    #[serde(default = "yes")]
+    pub idempotent: bool,
+    /// The class's own grace; unset uses the app setting, `0` turns it off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heartbeat_grace: Option<i64>,
+    /// Retries allowed after the first run.
+    #[serde(default = "default_max_retries")]
+    pub max_retries: i64,
+    /// Backoff base, in seconds.
+    #[serde(default = "default_base_delay")]
+    pub base_delay: i64,
+    /// Backoff cap, in seconds.
+    #[serde(default = "default_max_delay")]
+    pub max_delay: i64,
+    /// At most one attempt of the class runs at once.
+    #[serde(default)]
+    pub exclusive: bool,
+    /// The lease key shared by the class's jobs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency_key: Option<String>,
+    /// False when the app cannot load the class.
+    #[serde(default = "yes")]
+    pub loadable: bool,
+}
+
+fn default_timeout() -> i64 {
+    300
+}
+fn yes() -> bool {
+    true
+}
+fn default_max_retries() -> i64 {
+    3
+}
+fn default_base_delay() -> i64 {
+    2
+}
+fn default_max_delay() -> i64 {
+    3600
+}
+
+impl Default for Class {
+    fn default() -> Self {
+        Class {
+            timeout: default_timeout(),
+            idempotent: true,
+            heartbeat_grace: None,
+            max_retries: default_max_retries(),
+            base_delay: default_base_delay(),
+            max_delay: default_max_delay(),
+            exclusive: false,
+            concurrency_key: None,
+            loadable: true,
+        }
+    }
+}
+
+/// A row of `jobs` at setup.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Job {
+    /// The job's key.
+    pub id: Located<String>,
+    /// Its class; must be declared under `classes`.
+    pub class: Located<String>,
+    /// Its queue.
+    #[serde(default = "default_queue")]
+    pub queue: Located<String>,
+    /// Its status.
+    #[serde(default)]
+    pub status: Status,
+    /// Claims so far.
+    #[serde(default)]
+    pub attempts: i64,
+    /// Retries allowed; unset takes the class's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_retries: Option<i64>,
+    /// `claim_timeout`: unset takes the class's timeout for a processing
+    /// row (NULL otherwise); `null` is an old row without one.
+    #[serde(default, with = "present", skip_serializing_if = "Option::is_none")]
+    pub claim_timeout: Option<Option<i64>>,
+    /// `updated_at`: the claim time.
+    #[serde(default = "zero", skip_serializing_if = "is_zero")]
+    pub claimed: TimeSpec,
+    /// `heartbeat_at`; unset means it never beat.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heartbeat: Option<TimeSpec>,
+    /// When a pending job is due.
+    #[serde(default = "zero", skip_serializing_if = "is_zero")]
+    pub run_at: TimeSpec,
+    /// The job's own lease key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency_key: Option<String>,
+}
+
+fn default_queue() -> Located<String> {
+    Located::new("default".to_owned())
+}
+fn zero() -> TimeSpec {
+    TimeSpec::Relative(Duration::ZERO)
+}
+fn is_zero(t: &TimeSpec) -> bool {
+    *t == zero()
+}
+
+/// Serde glue for a key whose `null` differs from its absence.
+mod present {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn deserialize<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Option<T>>, D::Error> {
+        Option::<T>::deserialize(d).map(Some)
+    }
+
+    pub fn serialize<S: Serializer, T: Serialize>(value: &Option<Option<T>>, s: S) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(inner) => inner.serialize(s),
+            None => s.serialize_none(),
+        }
+    }
+}
+
+/// A row of `job_leases` at setup.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Lease {
+    /// The lease name, such as `job:Report` or `key:tenant-1`.
+    pub name: String,
+    /// The attempt label that holds it.
+    pub owner: String,
+    /// When it lapses.
+    pub expires: TimeSpec,
+}
+
+/// One operation of a scenario.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// One full reaper pass.
+    Reap(ReapArgs),
+    /// The first half of a reap: find the candidates.
+    Scan(ScanArgs),
+    /// The second half: the guarded updates for a reaper's candidates.
+    Apply(ApplyArgs),
+    /// A worker claims a job.
+    Claim(ClaimArgs),
+    /// An attempt heartbeats.
+    Heartbeat(AttemptRef),
+    /// An attempt completes.
+    Complete(AttemptRef),
+    /// An attempt fails.
+    Fail(AttemptRef),
+    /// The clock moves forward.
+    Advance(Duration),
+    /// A setting changes from here on.
+    Set(SetArgs),
+}
+
+impl Step {
+    /// The step's key in a scenario and in an outcome.
+    pub fn keyword(&self) -> &'static str {
+        match self {
+            Step::Reap(_) => "reap",
+            Step::Scan(_) => "scan",
+            Step::Apply(_) => "apply",
+            Step::Claim(_) => "claim",
+            Step::Heartbeat(_) => "heartbeat",
+            Step::Complete(_) => "complete",
+            Step::Fail(_) => "fail",
+            Step::Advance(_) => "advance",
+            Step::Set(_) => "set",
+        }
+    }
+}
+
+/// The poll timeout reaps run with when a step gives none.
+pub const DEFAULT_POLL_TIMEOUT: i64 = 300;
+
+/// Arguments of `reap`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReapArgs {
+    /// The reaper's poll timeout in seconds (default 300).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<i64>,
+    /// Only these queues; unset means all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queues: Option<Vec<Located<String>>>,
+}
+
+/// Arguments of `scan`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScanArgs {
+    /// The reaper that keeps the candidates (default `r`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reaper: Option<String>,
+    /// The reaper's poll timeout in seconds (default 300).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<i64>,
+    /// Only these queues; unset means all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queues: Option<Vec<Located<String>>>,
+}
+
+/// Arguments of `apply`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApplyArgs {
+    /// The reaper whose candidates are applied (default `r`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reaper: Option<String>,
+}
+
+/// The default reaper name of `scan` and `apply`.
+pub const DEFAULT_REAPER: &str = "r";
+
+/// Arguments of `claim`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ClaimArgs {
+    /// The job to claim.
+    pub job: Located<String>,
+    /// The label of the attempt this claim makes, instead of `<job>/<n>`.
+    #[serde(rename = "as", skip_serializing_if = "Option::is_none")]
+    pub label: Option<Located<String>>,
+}
+
+/// The attempt a worker step acts as.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct AttemptRef {
+    /// The job.
+    pub job: Located<String>,
+    /// The attempt label; unset acts as the job's latest attempt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<Located<String>>,
+}
+
+/// Arguments of `set`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetArgs {
+    /// The new app-wide grace.
+    pub heartbeat_grace: i64,
+}
+
+/// Assertions on the outcome; every key given must equal the outcome's.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// One entry per step; `null` matches any result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steps: Option<Vec<Option<StepResult>>>,
+    /// Parts of job rows, by job id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub jobs: Option<BTreeMap<Located<String>, ExpectJob>>,
+    /// Whole lease rows, by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leases: Option<BTreeMap<String, ExpectLease>>,
+    /// The whole list of `on_failure` events.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_failure: Option<Vec<FailureEvent>>,
+}
+
+/// The parts of a job's outcome an `expect` checks; absent keys match any.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+#[allow(missing_docs)]
+pub struct ExpectJob {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<Status>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<i64>,
+    #[serde(default, with = "present", skip_serializing_if = "Option::is_none")]
+    pub claim_token: Option<Option<String>>,
+    #[serde(default, with = "present", skip_serializing_if = "Option::is_none")]
+    pub heartbeat_at: Option<Option<Duration>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_at: Option<Duration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_at: Option<Duration>,
+    #[serde(default, with = "present", skip_serializing_if = "Option::is_none")]
+    pub failed_at: Option<Option<Duration>>,
+    #[serde(default, with = "present", skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<Option<Duration>>,
+    #[serde(default, with = "present", skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<Option<LastError>>,
+}
+
+/// A lease an `expect` checks.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectLease {
+    /// The owning attempt label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// When it lapses, relative to the final clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<Duration>,
+}

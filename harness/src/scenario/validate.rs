@@ -1,0 +1,190 @@
+//! Checks a parsed scenario for what the YAML shape alone cannot: that every
+//! name it uses is declared. Reports every problem, not just the first.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::error::ScenarioErrorKind;
+use super::located::{Located, Position};
+use super::types::{AttemptRef, Scenario, Schema, Step};
+use crate::target::Target;
+
+/// A problem and where it is.
+pub type Problem = (Option<Position>, ScenarioErrorKind);
+
+/// Every problem in `scenario`, in file order.
+pub fn validate(scenario: &Scenario) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    let jobs = check_jobs(scenario, &mut problems);
+    check_steps(scenario, &jobs, &mut problems);
+    check_expect(scenario, &jobs, &mut problems);
+    check_divergence(scenario, &mut problems);
+    if let Some(zone) = &scenario.session_time_zone
+        && !is_time_zone(zone)
+    {
+        problems.push((None, ScenarioErrorKind::BadTimeZone(zone.clone())));
+    }
+    problems.sort_by_key(|(p, _)| *p);
+    problems
+}
+
+/// The attempt labels each job's steps may name.
+type Labels = BTreeMap<String, BTreeSet<String>>;
+
+fn check_jobs(scenario: &Scenario, problems: &mut Vec<Problem>) -> Labels {
+    let declared = join(scenario.classes.keys());
+    let mut labels = Labels::new();
+    for job in &scenario.jobs {
+        if labels.insert(job.id.to_string(), BTreeSet::new()).is_some() {
+            problems.push((job.id.position(), ScenarioErrorKind::DuplicateJob(job.id.to_string())));
+        }
+        if !scenario.classes.contains_key(job.class.as_str()) {
+            problems.push((
+                job.class.position(),
+                ScenarioErrorKind::UnknownClass { class: job.class.to_string(), declared: declared.clone() },
+            ));
+        }
+        check_queue(&job.queue, problems);
+        if scenario.schema == Schema::Legacy && job.heartbeat.is_some() {
+            problems.push((job.id.position(), ScenarioErrorKind::HeartbeatOnLegacy));
+        }
+    }
+    labels
+}
+
+fn check_queue(queue: &Located<String>, problems: &mut Vec<Problem>) {
+    if queue.is_empty() || queue.contains(',') {
+        problems.push((queue.position(), ScenarioErrorKind::BadQueue(queue.to_string())));
+    }
+}
+
+fn check_queues(queues: &Option<Vec<Located<String>>>, at: Option<Position>, problems: &mut Vec<Problem>) {
+    match queues {
+        Some(list) if list.is_empty() => problems.push((at, ScenarioErrorKind::EmptyQueues)),
+        Some(list) => list.iter().for_each(|q| check_queue(q, problems)),
+        None => {}
+    }
+}
+
+fn check_steps(scenario: &Scenario, labels: &Labels, problems: &mut Vec<Problem>) {
+    let known = join(labels.keys());
+    let unknown_job = |job: &Located<String>| {
+        (job.position(), ScenarioErrorKind::UnknownJob { job: job.to_string(), known: known.clone() })
+    };
+    // First pass: the job of every step exists, and `as:` labels are unique.
+    let mut labels = labels.clone();
+    for step in &scenario.steps {
+        match step.value() {
+            Step::Reap(a) => check_queues(&a.queues, step.position(), problems),
+            Step::Scan(a) => check_queues(&a.queues, step.position(), problems),
+            Step::Claim(c) => match labels.get_mut(c.job.as_str()) {
+                None => problems.push(unknown_job(&c.job)),
+                Some(taken) => {
+                    if let Some(label) = &c.label
+                        && (!taken.insert(label.to_string()) || numbered(&c.job, label).is_some())
+                    {
+                        problems.push((label.position(), ScenarioErrorKind::DuplicateLabel(label.to_string())));
+                    }
+                }
+            },
+            Step::Heartbeat(r) | Step::Complete(r) | Step::Fail(r) if !labels.contains_key(r.job.as_str()) => {
+                problems.push(unknown_job(&r.job));
+            }
+            _ => {}
+        }
+    }
+    // Second pass: every attempt named is one the job can have.
+    for step in &scenario.steps {
+        if let Step::Heartbeat(r) | Step::Complete(r) | Step::Fail(r) = step.value() {
+            check_attempt(r, &labels, problems);
+        }
+    }
+}
+
+/// `n` when `label` is `<job>/<n>` with n >= 1.
+fn numbered(job: &str, label: &str) -> Option<u64> {
+    let n: u64 = label.strip_prefix(job)?.strip_prefix('/')?.parse().ok()?;
+    (n >= 1).then_some(n)
+}
+
+fn check_attempt(r: &AttemptRef, labels: &Labels, problems: &mut Vec<Problem>) {
+    let (Some(attempt), Some(taken)) = (&r.attempt, labels.get(r.job.as_str())) else {
+        return;
+    };
+    if numbered(&r.job, attempt).is_none() && !taken.contains(attempt.as_str()) {
+        problems.push((
+            attempt.position(),
+            ScenarioErrorKind::UnknownAttempt { job: r.job.to_string(), attempt: attempt.to_string() },
+        ));
+    }
+}
+
+fn check_expect(scenario: &Scenario, labels: &Labels, problems: &mut Vec<Problem>) {
+    let Some(expect) = &scenario.expect else { return };
+    if let Some(steps) = &expect.steps
+        && steps.len() != scenario.steps.len()
+    {
+        problems.push((None, ScenarioErrorKind::ExpectStepCount { given: steps.len(), steps: scenario.steps.len() }));
+    }
+    for job in expect.jobs.iter().flat_map(|jobs| jobs.keys()) {
+        if !labels.contains_key(job.as_str()) {
+            problems
+                .push((job.position(), ScenarioErrorKind::UnknownJob { job: job.to_string(), known: join(labels.keys()) }));
+        }
+    }
+}
+
+fn check_divergence(scenario: &Scenario, problems: &mut Vec<Problem>) {
+    for target in scenario.divergence.keys() {
+        if Target::from_name(target).is_none() {
+            problems.push((
+                target.position(),
+                ScenarioErrorKind::UnknownTarget {
+                    target: target.to_string(),
+                    known: join(Target::ALL.iter().map(|t| t.name())),
+                },
+            ));
+        }
+    }
+}
+
+/// An IANA zone name (`UTC`, `Area/City`, `Etc/GMT+5`) or an offset `+HH:MM`.
+fn is_time_zone(zone: &str) -> bool {
+    let b = zone.as_bytes();
+    let offset = b.len() == 6
+        && (b[0] == b'+' || b[0] == b'-')
+        && b[1..3].iter().all(u8::is_ascii_digit)
+        && b[3] == b':'
+        && b[4..6].iter().all(u8::is_ascii_digit);
+    let name = !zone.is_empty()
+        && zone.bytes().all(|c| c.is_ascii_alphanumeric() || b"/_+-".contains(&c))
+        && zone.as_bytes()[0].is_ascii_alphabetic();
+    offset || name
+}
+
+fn join<I: IntoIterator<Item = S>, S: std::fmt::Display>(items: I) -> String {
+    let list: Vec<String> = items.into_iter().map(|s| format!("`{s}`")).collect();
+    if list.is_empty() { "none".to_owned() } else { list.join(", ") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recognises_zone_names_and_offsets() {
+        for ok in ["UTC", "America/New_York", "+05:30", "-03:00", "Asia/Kathmandu", "Etc/GMT+5"] {
+            assert!(is_time_zone(ok), "{ok}");
+        }
+        for bad in ["", "+5:30", "05:30", "New York", "; DROP TABLE"] {
+            assert!(!is_time_zone(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn numbered_labels_belong_to_their_job() {
+        assert_eq!(numbered("a", "a/2"), Some(2));
+        assert_eq!(numbered("a", "a/0"), None);
+        assert_eq!(numbered("a", "ab/1"), None);
+        assert_eq!(numbered("a", "b/1"), None);
+    }
+}
