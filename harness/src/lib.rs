@@ -14,3 +14,6 @@ pub mod rules;
 pub mod scenario;
 pub mod target;
 pub mod time;
+pub mod backend;
+pub mod dialect;
+pub mod sql;

@@ -1,0 +1,197 @@
+//! Loading a dialect's files and checking them against the contract.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use include_dir::{Dir, include_dir};
+
+use super::contract::{self, Shape};
+use super::error::{DialectError, DialectErrorKind};
+use super::text;
+use crate::scenario::Schema;
+
+/// The dialects shipped with reapcheck, embedded at build time.
+static EMBEDDED: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/../dialects");
+
+/// Where dialect folders are read from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// The copy built into the binary.
+    Embedded,
+    /// A folder holding one sub-folder per dialect (`--dialects DIR`).
+    Folder(PathBuf),
+}
+
+/// One named statement.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Statement {
+    /// Its name.
+    pub name: String,
+    /// `<dialect>/<file>:<line>` of its marker, for messages.
+    pub origin: String,
+    /// Its SQL.
+    pub sql: String,
+}
+
+/// A dialect whose files hold every statement of the contract.
+#[derive(Clone, Debug)]
+pub struct Dialect {
+    /// The folder name: `postgres`, `mysql`, ...
+    pub name: String,
+    statements: BTreeMap<String, Statement>,
+}
+
+impl Dialect {
+    /// Loads and checks dialect `name` from `source`; every problem found
+    /// in its files is returned.
+    pub fn load(source: &Source, name: &str) -> Result<Dialect, Vec<DialectError>> {
+        let files = read_files(source, name).map_err(|e| vec![e])?;
+        let mut statements: BTreeMap<String, Statement> = BTreeMap::new();
+        let mut errors = Vec::new();
+        for (file, content) in files {
+            let shown = format!("{name}/{file}");
+            let error = |line, kind| DialectError { file: shown.clone(), line, kind };
+            let blocks = match text::named_blocks(&content) {
+                Ok(b) => b,
+                Err((line, message)) => {
+                    errors.push(error(Some(line), DialectErrorKind::Layout(message)));
+                    continue;
+                }
+            };
+            for block in blocks {
+                let origin = format!("{shown}:{}", block.line);
+                if let Some(first) = statements.get(&block.name) {
+                    let first = first.origin.clone();
+                    errors.push(error(Some(block.line), DialectErrorKind::Duplicate { name: block.name, first }));
+                    continue;
+                }
+                match check(&block) {
+                    Ok(()) => {}
+                    Err(kind) => {
+                        errors.push(error(Some(block.line), kind));
+                        continue;
+                    }
+                }
+                let sql = block.sql.trim_end().to_owned();
+                statements.insert(block.name.clone(), Statement { name: block.name, origin, sql });
+            }
+        }
+        for required in contract::required_names() {
+            if !statements.contains_key(&required) {
+                let doc = contract::spec(&required).expect("required names are in the contract").doc;
+                errors.push(DialectError {
+                    file: name.to_owned(),
+                    line: None,
+                    kind: DialectErrorKind::Missing { name: required, doc },
+                });
+            }
+        }
+        if errors.is_empty() { Ok(Dialect { name: name.to_owned(), statements }) } else { Err(errors) }
+    }
+
+    /// The statement `name` as the scenario's schema needs it: its
+    /// `legacy_` text on the legacy table, where the contract has one.
+    pub fn statement(&self, name: &str, schema: Schema) -> &Statement {
+        let spec = contract::spec(name).expect("the driver only asks for contract statements");
+        let key = match schema {
+            Schema::Legacy if spec.has_legacy => format!("legacy_{name}"),
+            _ => name.to_owned(),
+        };
+        &self.statements[&key]
+    }
+
+    /// Every statement, by name.
+    pub fn statements(&self) -> impl Iterator<Item = &Statement> {
+        self.statements.values()
+    }
+
+    /// A copy with one statement's SQL replaced (for mutation testing).
+    pub fn with_sql(&self, name: &str, sql: String) -> Dialect {
+        let mut copy = self.clone();
+        if let Some(s) = copy.statements.get_mut(name) {
+            s.sql = sql;
+        }
+        copy
+    }
+}
+
+/// The checks one statement passes on its own.
+fn check(block: &text::NamedBlock) -> Result<(), DialectErrorKind> {
+    let spec = contract::spec(&block.name).ok_or_else(|| DialectErrorKind::Unknown(block.name.clone()))?;
+    if text::is_blank(&block.sql) {
+        return if spec.may_be_blank { Ok(()) } else { Err(DialectErrorKind::Blank(block.name.clone())) };
+    }
+    if spec.shape != Shape::Script && text::commands(&block.sql).len() > 1 {
+        return Err(DialectErrorKind::SeveralCommands(block.name.clone()));
+    }
+    for param in text::parameters(&block.sql) {
+        if !spec.params.contains(&param.as_str()) {
+            let supplied = if spec.params.is_empty() {
+                "no parameters".to_owned()
+            } else {
+                spec.params.iter().map(|p| format!(":{p}")).collect::<Vec<_>>().join(", ")
+            };
+            return Err(DialectErrorKind::UnboundParameter { name: block.name.clone(), param, supplied });
+        }
+    }
+    Ok(())
+}
+
+/// The `.sql` files of dialect `name`, sorted, as (file name, text).
+fn read_files(source: &Source, name: &str) -> Result<Vec<(String, String)>, DialectError> {
+    let not_found = |known: Vec<String>| DialectError {
+        file: name.to_owned(),
+        line: None,
+        kind: DialectErrorKind::NotFound { name: name.to_owned(), known: known.join(", ") },
+    };
+    let mut files = match source {
+        Source::Embedded => {
+            let dir = EMBEDDED.get_dir(name).ok_or_else(|| not_found(dialect_names(source)))?;
+            dir.files()
+                .filter(|f| f.path().extension().is_some_and(|e| e == "sql"))
+                .map(|f| {
+                    let file = f.path().file_name().expect("files have names").to_string_lossy().into_owned();
+                    (file, f.contents_utf8().unwrap_or_default().to_owned())
+                })
+                .collect::<Vec<_>>()
+        }
+        Source::Folder(root) => {
+            let dir = root.join(name);
+            if !dir.is_dir() {
+                return Err(not_found(dialect_names(source)));
+            }
+            let read_error = |path: &Path, e: std::io::Error| DialectError {
+                file: path.display().to_string(),
+                line: None,
+                kind: DialectErrorKind::Read(e.to_string()),
+            };
+            let mut files = Vec::new();
+            for entry in std::fs::read_dir(&dir).map_err(|e| read_error(&dir, e))? {
+                let path = entry.map_err(|e| read_error(&dir, e))?.path();
+                if path.extension().is_some_and(|e| e == "sql") {
+                    let content = std::fs::read_to_string(&path).map_err(|e| read_error(&path, e))?;
+                    files.push((path.file_name().expect("has a name").to_string_lossy().into_owned(), content));
+                }
+            }
+            files
+        }
+    };
+    files.sort();
+    Ok(files)
+}
+
+/// The dialect folders present in `source`, sorted.
+pub fn dialect_names(source: &Source) -> Vec<String> {
+    let mut names: Vec<String> = match source {
+        Source::Embedded => EMBEDDED.dirs().map(|d| d.path().to_string_lossy().into_owned()).collect(),
+        Source::Folder(root) => std::fs::read_dir(root)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.path().is_dir())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect(),
+    };
+    names.sort();
+    names
+}

@@ -1,0 +1,11 @@
+//! Dialects: folders of SQL files holding the named statements of the
+//! contract, loaded from the copy embedded in the binary or from a folder
+//! given with `--dialects`, and checked against the contract.
+
+pub mod contract;
+mod error;
+mod load;
+pub mod text;
+
+pub use error::{DialectError, DialectErrorKind};
+pub use load::{Dialect, Statement, Source, dialect_names};

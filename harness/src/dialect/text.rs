@@ -1,0 +1,257 @@
+//! Reading SQL text: named statements in a file, the commands in a
+//! statement, and its `:name` parameters, skipping strings, quoted
+//! identifiers, comments and PostgreSQL `::` casts.
+
+/// A piece of SQL text, as a tokenizer sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Piece<'a> {
+    /// Ordinary text, copied as is.
+    Code(&'a str),
+    /// A string literal, quoted identifier or comment, copied as is.
+    Opaque(&'a str),
+    /// A `:name` parameter.
+    Param(&'a str),
+    /// A `;` between commands.
+    Semicolon,
+}
+
+fn pieces<'a>(sql: &'a str) -> Vec<Piece<'a>> {
+    let bytes = sql.as_bytes();
+    let mut out = Vec::new();
+    let (mut i, mut start) = (0, 0);
+    let flush = |out: &mut Vec<Piece<'a>>, from: usize, to: usize| {
+        if to > from {
+            out.push(Piece::Code(&sql[from..to]));
+        }
+    };
+    while i < bytes.len() {
+        let end = match bytes[i] {
+            b'\'' | b'"' | b'`' => closing(bytes, i + 1, bytes[i]),
+            b'-' if bytes.get(i + 1) == Some(&b'-') => sql[i..].find('\n').map_or(bytes.len(), |n| i + n),
+            b'/' if bytes.get(i + 1) == Some(&b'*') => sql[i + 2..].find("*/").map_or(bytes.len(), |n| i + 2 + n + 2),
+            b';' => {
+                flush(&mut out, start, i);
+                out.push(Piece::Semicolon);
+                i += 1;
+                start = i;
+                continue;
+            }
+            b':' if bytes.get(i + 1) == Some(&b':') => {
+                i += 2;
+                continue;
+            }
+            b':' if bytes.get(i + 1).is_some_and(|b| b.is_ascii_lowercase() || *b == b'_') => {
+                let len = bytes[i + 1..].iter().take_while(|b| b.is_ascii_alphanumeric() || **b == b'_').count();
+                flush(&mut out, start, i);
+                out.push(Piece::Param(&sql[i + 1..i + 1 + len]));
+                i += 1 + len;
+                start = i;
+                continue;
+            }
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        flush(&mut out, start, i);
+        out.push(Piece::Opaque(&sql[i..end]));
+        i = end;
+        start = i;
+    }
+    flush(&mut out, start, bytes.len());
+    out
+}
+
+/// The index just past the quote closing one opened before `from`; a doubled
+/// quote is an escaped one.
+fn closing(bytes: &[u8], mut from: usize, quote: u8) -> usize {
+    while from < bytes.len() {
+        if bytes[from] == quote {
+            if bytes.get(from + 1) == Some(&quote) {
+                from += 2;
+                continue;
+            }
+            return from + 1;
+        }
+        from += 1;
+    }
+    bytes.len()
+}
+
+/// The `:name` parameters a statement uses, each once, in order of first use.
+pub fn parameters(sql: &str) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for p in pieces(sql) {
+        if let Piece::Param(name) = p
+            && !names.iter().any(|n| n == name)
+        {
+            names.push(name.to_owned());
+        }
+    }
+    names
+}
+
+/// The commands of a script, split at top-level `;`, blank ones dropped.
+pub fn commands(sql: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    for p in pieces(sql) {
+        match p {
+            Piece::Semicolon => out.push(String::new()),
+            Piece::Code(s) | Piece::Opaque(s) => out.last_mut().expect("never empty").push_str(s),
+            Piece::Param(name) => {
+                let last = out.last_mut().expect("never empty");
+                last.push(':');
+                last.push_str(name);
+            }
+        }
+    }
+    out.into_iter().filter(|c| !is_blank(c)).map(|c| c.trim().to_owned()).collect()
+}
+
+/// True when `sql` holds nothing but white space and comments.
+pub fn is_blank(sql: &str) -> bool {
+    pieces(sql).iter().all(|p| match p {
+        Piece::Code(s) => s.trim().is_empty(),
+        Piece::Opaque(s) => s.starts_with("--") || s.starts_with("/*"),
+        Piece::Semicolon => true,
+        Piece::Param(_) => false,
+    })
+}
+
+/// How a driver writes its bind markers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placeholders {
+    /// `$1`, `$2`, ... (PostgreSQL); a name used twice reuses its number.
+    Dollar,
+    /// `?1`, `?2`, ... (SQLite); a name used twice reuses its number.
+    QuestionNumbered,
+    /// `?` for each use, bound again each time (MySQL, MariaDB).
+    Question,
+    /// `@P1`, `@P2`, ... (SQL Server); a name used twice reuses its number.
+    AtP,
+}
+
+/// A statement rewritten for one driver: its text and the parameter names
+/// to bind, in order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Prepared {
+    /// The SQL with native bind markers.
+    pub sql: String,
+    /// Which parameter each bind position takes.
+    pub binds: Vec<String>,
+}
+
+/// Rewrites `:name` markers into `style`'s.
+pub fn prepare(sql: &str, style: Placeholders) -> Prepared {
+    let mut out = String::with_capacity(sql.len());
+    let mut binds: Vec<String> = Vec::new();
+    for p in pieces(sql) {
+        match p {
+            Piece::Code(s) | Piece::Opaque(s) => out.push_str(s),
+            Piece::Semicolon => out.push(';'),
+            Piece::Param(name) => {
+                let number = match style {
+                    Placeholders::Question => {
+                        binds.push(name.to_owned());
+                        out.push('?');
+                        continue;
+                    }
+                    _ => match binds.iter().position(|b| b == name) {
+                        Some(i) => i + 1,
+                        None => {
+                            binds.push(name.to_owned());
+                            binds.len()
+                        }
+                    },
+                };
+                match style {
+                    Placeholders::Dollar => out.push_str(&format!("${number}")),
+                    Placeholders::QuestionNumbered => out.push_str(&format!("?{number}")),
+                    Placeholders::AtP => out.push_str(&format!("@P{number}")),
+                    Placeholders::Question => unreachable!("handled above"),
+                }
+            }
+        }
+    }
+    Prepared { sql: out, binds }
+}
+
+/// A `-- name:` block of a dialect file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NamedBlock {
+    /// The statement name.
+    pub name: String,
+    /// The line of its `-- name:` marker, from 1.
+    pub line: usize,
+    /// The SQL after the marker, up to the next marker.
+    pub sql: String,
+}
+
+/// Splits a dialect file at its `-- name: <statement>` lines. Text before
+/// the first marker is the file's header comment and must be blank.
+pub fn named_blocks(text: &str) -> Result<Vec<NamedBlock>, (usize, String)> {
+    let mut blocks: Vec<NamedBlock> = Vec::new();
+    let mut header = String::new();
+    for (index, line) in text.lines().enumerate() {
+        if let Some(name) = line.trim().strip_prefix("-- name:") {
+            let name = name.trim();
+            if name.is_empty() || !name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_') {
+                return Err((index + 1, format!("`-- name:` needs a statement name such as `claim`, got `{name}`")));
+            }
+            blocks.push(NamedBlock { name: name.to_owned(), line: index + 1, sql: String::new() });
+        } else {
+            let target = blocks.last_mut().map_or(&mut header, |b| &mut b.sql);
+            target.push_str(line);
+            target.push('\n');
+        }
+    }
+    if !is_blank(&header) {
+        return Err((1, "SQL before the first `-- name:` line belongs to no statement".to_owned()));
+    }
+    Ok(blocks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SQL: &str = "SELECT ':not', \"a:b\", x::text -- :nor\n FROM t /* :neither */ WHERE a = :id AND b < :now AND c = :id";
+
+    #[test]
+    fn finds_parameters_outside_strings_comments_and_casts() {
+        assert_eq!(parameters(SQL), vec!["id", "now"]);
+    }
+
+    #[test]
+    fn numbered_styles_reuse_a_repeated_name() {
+        let p = prepare(SQL, Placeholders::Dollar);
+        assert!(p.sql.ends_with("a = $1 AND b < $2 AND c = $1"), "{}", p.sql);
+        assert!(p.sql.contains("':not'") && p.sql.contains("x::text") && p.sql.contains(":nor"));
+        assert_eq!(p.binds, vec!["id", "now"]);
+        assert!(prepare(SQL, Placeholders::AtP).sql.ends_with("a = @P1 AND b < @P2 AND c = @P1"));
+        assert!(prepare(SQL, Placeholders::QuestionNumbered).sql.ends_with("a = ?1 AND b < ?2 AND c = ?1"));
+    }
+
+    #[test]
+    fn positional_style_binds_every_use() {
+        let p = prepare(SQL, Placeholders::Question);
+        assert!(p.sql.ends_with("a = ? AND b < ? AND c = ?"));
+        assert_eq!(p.binds, vec!["id", "now", "id"]);
+    }
+
+    #[test]
+    fn scripts_split_at_top_level_semicolons() {
+        let cmds = commands("CREATE TABLE a (x TEXT DEFAULT ';');\n-- done;\nCREATE INDEX i ON a (x);\n");
+        assert_eq!(cmds, vec!["CREATE TABLE a (x TEXT DEFAULT ';')", "-- done;\nCREATE INDEX i ON a (x)"]);
+        assert!(commands("-- nothing here\n").is_empty());
+    }
+
+    #[test]
+    fn files_split_at_name_markers() {
+        let blocks = named_blocks("-- header comment\n\n-- name: claim\nUPDATE jobs;\n-- name: heartbeat\nUPDATE x;\n").unwrap();
+        assert_eq!(blocks.iter().map(|b| (b.name.as_str(), b.line)).collect::<Vec<_>>(), vec![("claim", 3), ("heartbeat", 5)]);
+        assert_eq!(blocks[0].sql, "UPDATE jobs;\n");
+        assert_eq!(named_blocks("SELECT 1;\n-- name: x\n").unwrap_err().0, 1);
+        assert_eq!(named_blocks("-- name: Bad-Name\n").unwrap_err().0, 1);
+    }
+}

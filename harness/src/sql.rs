@@ -1,0 +1,305 @@
+//! The SQL engine: answers the contract by running a dialect's statements on
+//! a database connection. It binds every value (nothing is formatted into
+//! SQL text but the generated namespace identifier) and decodes results by
+//! the contract's declared columns.
+
+use crate::backend::{BackendError, Connection};
+use crate::dialect::Dialect;
+use crate::dialect::contract::{self, Column, NAMESPACE_MARKER, Shape};
+use crate::dialect::text::{self, Prepared};
+use crate::engine::{Call, Candidate, Engine, EngineError, EngineErrorKind, JobRow, LeaseRow, Reply, Value};
+use crate::outcome::{LastError, Status};
+use crate::scenario::Schema;
+use crate::time::Instant;
+
+/// A dialect's statements on one connection, for one scenario's schema.
+pub struct SqlEngine<'a> {
+    dialect: &'a Dialect,
+    schema: Schema,
+    conn: &'a mut Connection,
+}
+
+impl<'a> SqlEngine<'a> {
+    /// An engine running `dialect` on `conn` for tables of `schema`.
+    pub fn new(dialect: &'a Dialect, schema: Schema, conn: &'a mut Connection) -> Self {
+        SqlEngine { dialect, schema, conn }
+    }
+}
+
+/// Runs one of the namespace scripts (`create_namespace`, `enter_namespace`,
+/// `drop_namespace`) with `namespace` in place of `{namespace}`.
+pub async fn namespace_script(
+    conn: &mut Connection,
+    dialect: &Dialect,
+    name: &'static str,
+    namespace: &str,
+) -> Result<(), EngineError> {
+    assert!(
+        namespace.starts_with("rc_") && namespace.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+        "namespaces are generated identifiers"
+    );
+    let sql = dialect.statement(name, Schema::Standard).sql.replace(NAMESPACE_MARKER, namespace);
+    for command in text::commands(&sql) {
+        let prepared = text::prepare(&command, conn.placeholders());
+        conn.execute(&prepared.sql, &[]).await.map_err(|e| failed(name, e))?;
+    }
+    Ok(())
+}
+
+fn failed(statement: &'static str, e: BackendError) -> EngineError {
+    EngineError { statement, kind: e.into() }
+}
+
+impl Engine for SqlEngine<'_> {
+    async fn call(&mut self, call: Call) -> Result<Reply, EngineError> {
+        let (name, params) = bindings(&call);
+        let spec = contract::spec(name).expect("bindings name contract statements");
+        let statement = self.dialect.statement(name, self.schema);
+        let style = self.conn.placeholders();
+        match spec.shape {
+            Shape::Script => {
+                for command in text::commands(&statement.sql) {
+                    let prepared = text::prepare(&command, style);
+                    let values = values_for(&prepared, &params);
+                    self.conn.execute(&prepared.sql, &values).await.map_err(|e| failed(name, e))?;
+                }
+                Ok(Reply::Done)
+            }
+            Shape::Update => {
+                let prepared = text::prepare(&statement.sql, style);
+                let values = values_for(&prepared, &params);
+                let n = self.conn.execute(&prepared.sql, &values).await.map_err(|e| failed(name, e))?;
+                Ok(match call {
+                    Call::InsertJob(_) | Call::InsertLease(_) => Reply::Done,
+                    _ => Reply::Changed(n),
+                })
+            }
+            Shape::Query(columns) => {
+                let prepared = text::prepare(&statement.sql, style);
+                let values = values_for(&prepared, &params);
+                let rows = self.conn.query(&prepared.sql, &values, columns).await.map_err(|e| failed(name, e))?;
+                check_nulls(columns, &rows).map_err(|e| decode(name, e))?;
+                rows_to_reply(&call, rows).map_err(|e| decode(name, e))
+            }
+        }
+    }
+}
+
+fn decode(statement: &'static str, message: String) -> EngineError {
+    EngineError { statement, kind: EngineErrorKind::Decode(message) }
+}
+
+/// The values in the prepared statement's bind order.
+fn values_for(prepared: &Prepared, params: &[(&'static str, Value)]) -> Vec<Value> {
+    prepared
+        .binds
+        .iter()
+        .map(|b| {
+            params
+                .iter()
+                .find(|(n, _)| n == b)
+                .map(|(_, v)| v.clone())
+                .expect("the dialect lint admits only parameters the driver binds")
+        })
+        .collect()
+}
+
+/// The statement a call runs and the parameters bound to it.
+fn bindings(call: &Call) -> (&'static str, Vec<(&'static str, Value)>) {
+    let text = |s: &str| Value::Text(s.to_owned());
+    let at = Value::Instant;
+    match call {
+        Call::SetTimeZone { zone } => ("set_time_zone", vec![("zone", text(zone))]),
+        Call::CreateSchema => ("schema", vec![]),
+        Call::InsertJob(r) => (
+            "insert_job",
+            vec![
+                ("id", text(&r.id)),
+                ("class", text(&r.class)),
+                ("queue", text(&r.queue)),
+                ("status", text(r.status.as_str())),
+                ("attempts", Value::Int(r.attempts)),
+                ("max_retries", Value::Int(r.max_retries)),
+                ("claim_timeout", Value::opt_int(r.claim_timeout)),
+                ("claim_token", Value::opt_text(r.claim_token.as_deref())),
+                ("heartbeat_at", Value::opt_instant(r.heartbeat_at)),
+                ("run_at", at(r.run_at)),
+                ("updated_at", at(r.updated_at)),
+            ],
+        ),
+        Call::InsertLease(l) => {
+            ("insert_lease", vec![("name", text(&l.name)), ("owner", text(&l.owner)), ("expires_at", at(l.expires_at))])
+        }
+        Call::Claim { id, token, claim_timeout, now } => (
+            "claim",
+            vec![("id", text(id)), ("token", text(token)), ("claim_timeout", Value::Int(*claim_timeout)), ("now", at(*now))],
+        ),
+        Call::Heartbeat { id, token, now } => {
+            ("heartbeat", vec![("id", text(id)), ("token", text(token)), ("now", at(*now))])
+        }
+        Call::Complete { id, token, now } => ("complete", vec![("id", text(id)), ("token", text(token)), ("now", at(*now))]),
+        Call::ReadAttempt { id, token } => ("read_attempt", vec![("id", text(id)), ("token", text(token))]),
+        Call::FailRetry { id, token, attempts, now, run_at } => (
+            "fail_retry",
+            vec![
+                ("id", text(id)),
+                ("token", text(token)),
+                ("attempts", Value::Int(*attempts)),
+                ("now", at(*now)),
+                ("run_at", at(*run_at)),
+            ],
+        ),
+        Call::FailFinal { id, token, attempts, now } => (
+            "fail_final",
+            vec![("id", text(id)), ("token", text(token)), ("attempts", Value::Int(*attempts)), ("now", at(*now))],
+        ),
+        Call::ReapScan { now, queues } => (
+            "reap_scan",
+            vec![
+                ("now", at(*now)),
+                ("all_queues", Value::Int(i64::from(queues.is_none()))),
+                ("queues", text(&queues.as_deref().unwrap_or_default().join(","))),
+            ],
+        ),
+        Call::ReapRetry { guard, now, run_at } => (
+            "reap_retry",
+            vec![
+                ("id", text(&guard.id)),
+                ("attempts", Value::Int(guard.attempts)),
+                ("cutoff", at(guard.cutoff)),
+                ("now", at(*now)),
+                ("run_at", at(*run_at)),
+            ],
+        ),
+        Call::ReapInterrupt { guard, now } => (
+            "reap_interrupt",
+            vec![("id", text(&guard.id)), ("attempts", Value::Int(guard.attempts)), ("cutoff", at(guard.cutoff)), ("now", at(*now))],
+        ),
+        Call::ReapFail { guard, now } => (
+            "reap_fail",
+            vec![("id", text(&guard.id)), ("attempts", Value::Int(guard.attempts)), ("cutoff", at(guard.cutoff)), ("now", at(*now))],
+        ),
+        Call::LeaseAcquire { name, token, expires_at } => (
+            "lease_acquire",
+            vec![("name", text(name)), ("token", text(token)), ("expires_at", at(*expires_at))],
+        ),
+        Call::LeaseTakeover { name, token, now, expires_at } => (
+            "lease_takeover",
+            vec![("name", text(name)), ("token", text(token)), ("now", at(*now)), ("expires_at", at(*expires_at))],
+        ),
+        Call::LeaseDefer { id, token, name, now } => (
+            "lease_defer",
+            vec![("id", text(id)), ("token", text(token)), ("name", text(name)), ("now", at(*now))],
+        ),
+        Call::LeaseRenew { name, token, expires_at } => (
+            "lease_renew",
+            vec![("name", text(name)), ("token", text(token)), ("expires_at", at(*expires_at))],
+        ),
+        Call::LeaseRelease { name, token } => ("lease_release", vec![("name", text(name)), ("token", text(token))]),
+        Call::ReadJobs => ("read_jobs", vec![]),
+        Call::ReadLeases => ("read_leases", vec![]),
+    }
+}
+
+/// Fails on a NULL in a column the contract declares NOT NULL.
+fn check_nulls(columns: &[Column], rows: &[Vec<Value>]) -> Result<(), String> {
+    for row in rows {
+        if row.len() != columns.len() {
+            return Err(format!("a row has {} columns, the contract declares {}", row.len(), columns.len()));
+        }
+        for (c, v) in columns.iter().zip(row) {
+            if !c.nullable && matches!(v, Value::Null(_)) {
+                return Err(format!("column `{}` is NULL but may not be", c.name));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn rows_to_reply(call: &Call, rows: Vec<Vec<Value>>) -> Result<Reply, String> {
+    Ok(match call {
+        Call::ReadAttempt { .. } => match rows.as_slice() {
+            [] => Reply::Attempt(None),
+            [row] => Reply::Attempt(Some((int(&row[0])?, int(&row[1])?))),
+            _ => return Err(format!("{} rows for one attempt", rows.len())),
+        },
+        Call::ReapScan { .. } => Reply::Candidates(
+            rows.iter()
+                .map(|r| {
+                    Ok(Candidate {
+                        id: string(&r[0])?,
+                        class: string(&r[1])?,
+                        attempts: int(&r[2])?,
+                        max_retries: int(&r[3])?,
+                        claim_timeout: opt(&r[4], int)?,
+                        has_beat: match int(&r[5])? {
+                            0 => false,
+                            1 => true,
+                            other => return Err(format!("has_beat is {other}, not 0 or 1")),
+                        },
+                        last_seen: None,
+                    })
+                })
+                .collect::<Result<_, String>>()?,
+        ),
+        Call::ReadJobs => Reply::Jobs(
+            rows.iter()
+                .map(|r| {
+                    Ok(JobRow {
+                        id: string(&r[0])?,
+                        status: Status::from_column(&string(&r[1])?).ok_or("unknown status")?,
+                        attempts: int(&r[2])?,
+                        claim_token: opt(&r[3], string)?,
+                        heartbeat_at: opt(&r[4], instant)?,
+                        run_at: instant(&r[5])?,
+                        updated_at: instant(&r[6])?,
+                        failed_at: opt(&r[7], instant)?,
+                        completed_at: opt(&r[8], instant)?,
+                        last_error: opt(&r[9], string)?
+                            .map(|e| LastError::from_column(&e).ok_or(format!("unknown last_error `{e}`")))
+                            .transpose()?,
+                        // Not part of the outcome; not read back.
+                        class: String::new(),
+                        queue: String::new(),
+                        max_retries: 0,
+                        claim_timeout: None,
+                    })
+                })
+                .collect::<Result<_, String>>()?,
+        ),
+        Call::ReadLeases => Reply::Leases(
+            rows.iter()
+                .map(|r| Ok(LeaseRow { name: string(&r[0])?, owner: string(&r[1])?, expires_at: instant(&r[2])? }))
+                .collect::<Result<_, String>>()?,
+        ),
+        other => return Err(format!("{other:?} returns no rows")),
+    })
+}
+
+fn int(v: &Value) -> Result<i64, String> {
+    match v {
+        Value::Int(i) => Ok(*i),
+        other => Err(format!("expected an integer, got {other:?}")),
+    }
+}
+
+fn string(v: &Value) -> Result<String, String> {
+    match v {
+        Value::Text(s) => Ok(s.clone()),
+        other => Err(format!("expected text, got {other:?}")),
+    }
+}
+
+fn instant(v: &Value) -> Result<Instant, String> {
+    match v {
+        Value::Instant(i) => Ok(*i),
+        other => Err(format!("expected an instant, got {other:?}")),
+    }
+}
+
+fn opt<T>(v: &Value, read: fn(&Value) -> Result<T, String>) -> Result<Option<T>, String> {
+    match v {
+        Value::Null(_) => Ok(None),
+        other => read(other).map(Some),
+    }
+}
