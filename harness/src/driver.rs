@@ -213,9 +213,15 @@ impl<'a, E: Engine> Driver<'a, E> {
         let action = rules::reap_action(&class, c.attempts, c.max_retries);
         if self.trace.is_some() {
             let last_seen = c.last_seen.map_or("(not read)".to_owned(), |l| format!("{l} ({})", l.since(self.now)));
+            // Explaining only: the decision to update is the store's guard.
+            let state = match c.last_seen {
+                Some(l) if l < cutoff => "stale (last_seen < cutoff), so ",
+                Some(_) => "alive (last_seen >= cutoff), else ",
+                None => "",
+            };
             self.note(format!(
                 "  candidate {}: last_seen {last_seen}, has_beat {}, grace {grace}s, row timeout {timeout}s, \
-                 claim window {claim_window}s, window {window}s, cutoff {cutoff} ({}), decision {}",
+                 claim window {claim_window}s, window {window}s, cutoff {cutoff} ({}), {state}decision {}",
                 c.id,
                 u8::from(c.has_beat),
                 cutoff.since(self.now),

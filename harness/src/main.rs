@@ -1,1 +1,7 @@
-fn main() {}
+//! The `reapcheck` command line.
+
+mod cli;
+
+fn main() -> std::process::ExitCode {
+    cli::main()
+}

@@ -2,6 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
+use serde_saphyr::{DefaultMessageFormatter, MessageFormatter};
+
 use super::error::{ScenarioError, ScenarioErrorKind};
 use super::located::Position;
 use super::types::Scenario;
@@ -53,12 +55,18 @@ pub fn parse_file(name: &str, path: &Path) -> Result<LoadedScenario, Vec<Scenari
     Ok(LoadedScenario { name: name.to_owned(), path: path.to_owned(), scenario })
 }
 
-/// Parses scenario YAML; on error, the position and a message with the
-/// offending source lines.
+/// Parses scenario YAML; on error, the position and a message followed by
+/// the offending source lines.
 pub fn parse_text(text: &str) -> Result<Scenario, (Option<Position>, String)> {
     serde_saphyr::from_str::<Scenario>(text).map_err(|e| {
         let position = e.location().filter(|l| l.line() > 0).map(|l| Position { line: l.line(), column: l.column() });
-        (position, e.to_string())
+        let core = DefaultMessageFormatter.format_message(e.without_snippet()).escape_debug().to_string();
+        // The rendered error opens with its own location line; keep only the
+        // source excerpt that follows it.
+        let rendered = e.to_string();
+        let excerpt: Vec<&str> = rendered.lines().skip_while(|l| !l.trim_start().starts_with("-->")).skip(1).collect();
+        let message = if excerpt.is_empty() { core } else { format!("{core}\n{}", excerpt.join("\n")) };
+        (position, message)
     })
 }
 

@@ -1,0 +1,37 @@
+//! `reapcheck check`: validate without running.
+
+use std::process::ExitCode;
+
+use reapcheck::dialect::dialect_names;
+
+use super::inputs::report;
+use super::{EXIT_INVALID, Inputs};
+
+/// Arguments of `check`.
+#[derive(clap::Args, Debug)]
+pub struct CheckArgs {
+    #[command(flatten)]
+    inputs: Inputs,
+}
+
+/// Validates every scenario and every dialect; exit 2 if any is invalid.
+pub fn check(args: CheckArgs) -> ExitCode {
+    let scenarios = args.inputs.scenarios(&[], false);
+    let names = dialect_names(&args.inputs.source());
+    let dialects = args.inputs.dialects(&names.iter().map(String::as_str).collect::<Vec<_>>());
+    let mut invalid = false;
+    if let Err(e) = &scenarios {
+        report(e);
+        invalid = true;
+    }
+    if let Err(e) = &dialects {
+        report(e);
+        invalid = true;
+    }
+    if invalid {
+        return ExitCode::from(EXIT_INVALID);
+    }
+    let count = scenarios.map(|s| s.len()).unwrap_or_default();
+    println!("{count} scenarios and {} dialects ({}) are valid", names.len(), names.join(", "));
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,57 @@
+//! Command-line parsing and the exit-code convention: 0 when nothing failed,
+//! 1 when something failed, 2 on invalid input.
+
+mod check;
+mod explain;
+mod inputs;
+mod run;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Exit code: a scenario failed on the model or a target.
+pub const EXIT_FAILED: u8 = 1;
+/// Exit code: a scenario, dialect or argument is invalid; nothing ran.
+pub const EXIT_INVALID: u8 = 2;
+
+/// Conformance harness for the reapers of SQL-backed job queues.
+#[derive(Parser, Debug)]
+#[command(name = "reapcheck", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Where scenarios and dialects come from.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Inputs {
+    /// Folder of scenario files.
+    #[arg(long, default_value = "scenarios")]
+    pub scenarios: PathBuf,
+    /// Folder holding one sub-folder of SQL per dialect, instead of the copy
+    /// built into reapcheck.
+    #[arg(long)]
+    pub dialects: Option<PathBuf>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run scenarios on the model and on database targets.
+    Run(run::RunArgs),
+    /// Validate every scenario and dialect without running anything.
+    Check(check::CheckArgs),
+    /// Show the model's reasoning for one scenario file, step by step.
+    Explain(explain::ExplainArgs),
+}
+
+/// Parses the arguments and runs the command.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Check(args) => check::check(args),
+        Command::Explain(args) => explain::explain(args),
+    }
+}

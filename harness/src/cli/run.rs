@@ -1,0 +1,239 @@
+//! `reapcheck run`: scenarios on the model and the chosen targets, one line
+//! per scenario and target, and the closing `N passed, M failed, K skipped`.
+
+use std::process::ExitCode;
+
+use reapcheck::dialect::Dialect;
+use reapcheck::reach::{self, Reach};
+use reapcheck::runner::{self, Verdict};
+use reapcheck::scenario::LoadedScenario;
+use reapcheck::snapshot;
+use reapcheck::target::Target;
+
+use super::inputs::report;
+use super::{EXIT_FAILED, EXIT_INVALID, Inputs};
+
+/// Arguments of `run`.
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// Targets, comma-separated: sqlite, postgres, mariadb, mysql, cockroach,
+    /// mssql, or `all`.
+    #[arg(long, default_value = "sqlite")]
+    db: String,
+    #[command(flatten)]
+    inputs: Inputs,
+    /// Write the snapshot of every scenario that has none, from the model.
+    #[arg(long)]
+    accept: bool,
+    /// Filters match whole scenario names instead of parts of them.
+    #[arg(long)]
+    exact: bool,
+    /// Only scenarios whose name contains one of these.
+    filters: Vec<String>,
+}
+
+/// Counts for the closing line.
+#[derive(Default)]
+struct Tally {
+    passed: usize,
+    failed: usize,
+    skipped: usize,
+    new: usize,
+}
+
+impl Tally {
+    fn add(&mut self, verdict: &Verdict) {
+        match verdict {
+            Verdict::Ok | Verdict::Diverged(_) => self.passed += 1,
+            Verdict::New => {
+                self.passed += 1;
+                self.new += 1;
+            }
+            Verdict::Skipped(_) => self.skipped += 1,
+            Verdict::Fail(_) => self.failed += 1,
+        }
+    }
+}
+
+fn parse_targets(list: &str) -> Result<Vec<Target>, String> {
+    if list == "all" {
+        return Ok(Target::ALL.to_vec());
+    }
+    let mut targets = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let t = Target::from_name(name)
+            .ok_or_else(|| format!("unknown target `{name}` in --db: the targets are {}", reach::target_names()))?;
+        if !targets.contains(&t) {
+            targets.push(t);
+        }
+    }
+    if targets.is_empty() {
+        return Err("--db names no target".to_owned());
+    }
+    Ok(targets)
+}
+
+/// Runs the command; see the module docs.
+pub fn run(args: RunArgs) -> ExitCode {
+    let invalid = |message: String| {
+        eprintln!("error: {message}");
+        ExitCode::from(EXIT_INVALID)
+    };
+    let targets = match parse_targets(&args.db) {
+        Ok(t) => t,
+        Err(e) => return invalid(e),
+    };
+    let required = match reach::required_targets() {
+        Ok(r) => r,
+        Err(e) => return invalid(e),
+    };
+    let scenarios = match args.inputs.scenarios(&args.filters, args.exact) {
+        Ok(s) if s.is_empty() => {
+            return invalid(format!(
+                "no scenario in {} matches {:?}: nothing would run",
+                args.inputs.scenarios.display(),
+                args.filters
+            ));
+        }
+        Ok(s) => s,
+        Err(errors) => {
+            report(&errors);
+            return ExitCode::from(EXIT_INVALID);
+        }
+    };
+    let mut dialect_names: Vec<&str> = targets.iter().map(|t| t.dialect()).collect();
+    dialect_names.dedup();
+    let dialects = match args.inputs.dialects(&dialect_names) {
+        Ok(d) => d,
+        Err(errors) => {
+            report(&errors);
+            return ExitCode::from(EXIT_INVALID);
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime starts");
+    let tally = runtime.block_on(run_all(&args, &scenarios, &targets, &required, &dialects));
+    if tally.new > 0 && !args.accept {
+        println!(
+            "{} results have no committed snapshot yet: `reapcheck run --accept` writes them (or `cargo insta review` after the tests)",
+            tally.new
+        );
+    }
+    println!("{} passed, {} failed, {} skipped", tally.passed, tally.failed, tally.skipped);
+    if tally.failed > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
+}
+
+async fn run_all(
+    args: &RunArgs,
+    scenarios: &[LoadedScenario],
+    targets: &[Target],
+    required: &[Target],
+    dialects: &[Dialect],
+) -> Tally {
+    let mut tally = Tally::default();
+    let mut models = Vec::with_capacity(scenarios.len());
+    for s in scenarios {
+        let mut model = runner::check_model(s).await;
+        if args.accept && model.verdict == Verdict::New {
+            let path = snapshot::path(&s.path, None);
+            match snapshot::write(&path, &s.path, &model.yaml) {
+                Ok(()) => {
+                    println!("wrote {}", path.display());
+                    model.snapshot = Some(model.yaml.clone());
+                }
+                Err(e) => model.verdict = Verdict::Fail(format!("cannot write {}: {e}", path.display())),
+            }
+        }
+        print_line(&model.verdict, "model", "model", s, args);
+        tally.add(&model.verdict);
+        models.push(model);
+    }
+    for &target in targets {
+        let dialect = dialects.iter().find(|d| d.name == target.dialect()).expect("loaded for every target");
+        let server = match reach::reach(target).await {
+            Reach::Ready(server) => server,
+            Reach::Skipped(reason) if !required.contains(&target) => {
+                println!("skipped: {target} ({} scenarios): {reason}", scenarios.len());
+                tally.skipped += scenarios.len();
+                continue;
+            }
+            Reach::Skipped(reason) | Reach::Unreachable(reason) => {
+                let why = if required.contains(&target) { " (required by REAPCHECK_REQUIRE)" } else { "" };
+                println!("FAIL     {target}{why} ({} scenarios not run): {reason}", scenarios.len());
+                tally.failed += scenarios.len();
+                continue;
+            }
+        };
+        let version = server.version().to_owned();
+        for (s, model) in scenarios.iter().zip(&models) {
+            let mut verdict = runner::check_target(s, target, &server, dialect, model).await;
+            if args.accept && verdict == Verdict::New && s.scenario.divergence.keys().any(|t| t.as_str() == target.name()) {
+                verdict = accept_divergence(s, target, &server, dialect).await;
+            }
+            print_line(&verdict, target.name(), &version, s, args);
+            tally.add(&verdict);
+        }
+        server.close().await;
+    }
+    tally
+}
+
+/// Writes a declared divergence's own snapshot from the target's outcome.
+async fn accept_divergence(s: &LoadedScenario, target: Target, server: &reapcheck::backend::Server, dialect: &Dialect) -> Verdict {
+    let path = snapshot::path(&s.path, Some(target.name()));
+    match runner::run_on(server, dialect, s).await {
+        Err(e) => Verdict::Fail(format!("{target} failed: {e}")),
+        Ok(outcome) => match snapshot::write(&path, &s.path, &outcome.to_yaml()) {
+            Ok(()) => {
+                println!("wrote {}", path.display());
+                Verdict::New
+            }
+            Err(e) => Verdict::Fail(format!("cannot write {}: {e}", path.display())),
+        },
+    }
+}
+
+fn print_line(verdict: &Verdict, target: &str, server: &str, s: &LoadedScenario, args: &RunArgs) {
+    let on = if target == server { target.to_owned() } else { format!("{target} [{server}]") };
+    match verdict {
+        Verdict::Ok => println!("ok       {}  on {on}", s.name),
+        Verdict::New => println!("new      {}  on {on}", s.name),
+        Verdict::Diverged(reason) => println!("diverged {}  on {on}: {reason}", s.name),
+        Verdict::Skipped(reason) => println!("skipped: {}  on {on}: {reason}", s.name),
+        Verdict::Fail(detail) => {
+            println!("FAIL     {}  on {on}", s.name);
+            for line in detail.lines() {
+                println!("    {line}");
+            }
+            println!("    {}:1: scenario file", s.path.display());
+            println!("    rerun: {}", rerun_command(target, s, args));
+        }
+    }
+}
+
+/// The one-line command that reruns exactly this case.
+fn rerun_command(target: &str, s: &LoadedScenario, args: &RunArgs) -> String {
+    let mut cmd = String::from("reapcheck run");
+    let db = if target == "model" { "sqlite" } else { target };
+    cmd.push_str(&format!(" --db {db}"));
+    if args.inputs.scenarios != std::path::Path::new("scenarios") {
+        cmd.push_str(&format!(" --scenarios {}", args.inputs.scenarios.display()));
+    }
+    if let Some(d) = &args.inputs.dialects {
+        cmd.push_str(&format!(" --dialects {}", d.display()));
+    }
+    cmd.push_str(&format!(" --exact {}", s.name));
+    cmd
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_parse_from_a_list() {
+        assert_eq!(parse_targets("sqlite,postgres,sqlite").unwrap(), vec![Target::Sqlite, Target::Postgres]);
+        assert_eq!(parse_targets("all").unwrap().len(), 6);
+        assert!(parse_targets("oracle").unwrap_err().contains("unknown target `oracle`"));
+        assert!(parse_targets("").is_err());
+    }
+}

@@ -1,0 +1,86 @@
+//! Reaching each target's database: from `REAPCHECK_<TARGET>_URL`, else
+//! (with the `containers` feature and a Docker engine) from a container,
+//! else not at all, with the reason.
+
+use crate::backend::{self, Server};
+use crate::redact;
+use crate::target::Target;
+
+/// Whether a target can run.
+pub enum Reach {
+    /// Connected; ready to open isolated runs.
+    Ready(Server),
+    /// Not configured: the reason, shown as `skipped: <reason>`.
+    Skipped(String),
+    /// Configured but not reachable: the error, with no password in it.
+    Unreachable(String),
+}
+
+/// The environment variable listing targets whose skip is a failure.
+pub const REQUIRE_VARIABLE: &str = "REAPCHECK_REQUIRE";
+
+/// The targets named in `REAPCHECK_REQUIRE` (comma-separated), or the
+/// unknown name.
+pub fn required_targets() -> Result<Vec<Target>, String> {
+    let Ok(list) = std::env::var(REQUIRE_VARIABLE) else { return Ok(Vec::new()) };
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|name| {
+            Target::from_name(name).ok_or_else(|| {
+                format!("{REQUIRE_VARIABLE} names unknown target `{name}`: the targets are {}", target_names())
+            })
+        })
+        .collect()
+}
+
+/// The target names, comma-separated.
+pub fn target_names() -> String {
+    Target::ALL.iter().map(|t| t.name()).collect::<Vec<_>>().join(", ")
+}
+
+/// Connects to `target`'s database, or says why not.
+pub async fn reach(target: Target) -> Reach {
+    if target == Target::Sqlite {
+        return match backend::sqlite().await {
+            Ok(s) => Reach::Ready(s),
+            Err(e) => Reach::Unreachable(format!("embedded sqlite failed: {e}")),
+        };
+    }
+    let variable = target.url_variable();
+    match std::env::var(&variable) {
+        Ok(url) if !url.trim().is_empty() => match connect(target, &url).await {
+            Ok(server) => Reach::Ready(server),
+            Err(e) => Reach::Unreachable(format!(
+                "cannot reach {} (from {variable}): {}",
+                redact::url(&url),
+                redact::message(&e, &url)
+            )),
+        },
+        _ => from_container(target, &variable).await,
+    }
+}
+
+async fn connect(target: Target, url: &str) -> Result<Server, String> {
+    let result = match target {
+        Target::Sqlite => backend::sqlite().await,
+        _ => return Err(format!("the {target} backend is not built into this binary")),
+    };
+    result.map_err(|e| e.to_string())
+}
+
+#[cfg(not(feature = "containers"))]
+async fn from_container(_target: Target, variable: &str) -> Reach {
+    Reach::Skipped(format!("no {variable}, and this build has no `containers` feature to start one in Docker"))
+}
+
+#[cfg(feature = "containers")]
+async fn from_container(target: Target, variable: &str) -> Reach {
+    match crate::containers::start(target).await {
+        Ok((url, server)) => {
+            let _ = url;
+            Reach::Ready(server)
+        }
+        Err(reason) => Reach::Skipped(format!("no {variable} and no container: {reason}")),
+    }
+}

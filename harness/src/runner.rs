@@ -1,0 +1,185 @@
+//! Checking scenarios: the model against its snapshot and `expect`, and each
+//! target against the model. The CLI and the test suite both decide
+//! pass/fail here, so they cannot drift apart.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::SystemTime;
+
+use crate::backend::Server;
+use crate::dialect::Dialect;
+use crate::diff;
+use crate::driver;
+use crate::engine::{EngineError, EngineErrorKind};
+use crate::expect;
+use crate::model::Model;
+use crate::outcome::Outcome;
+use crate::scenario::LoadedScenario;
+use crate::snapshot;
+use crate::sql::{SqlEngine, namespace_script};
+use crate::target::Target;
+
+/// The verdict on one scenario for the model or one target.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Matches the snapshot (and, for a target, the model) and `expect`.
+    Ok,
+    /// Agrees with the model and `expect`, but no snapshot is committed yet.
+    New,
+    /// A declared divergence: matches its own snapshot; the reason given.
+    Diverged(String),
+    /// Did not run: why.
+    Skipped(String),
+    /// Failed: what differs, in words and diffs.
+    Fail(String),
+}
+
+impl Verdict {
+    /// True when this counts as a failure.
+    pub fn is_failure(&self) -> bool {
+        matches!(self, Verdict::Fail(_))
+    }
+}
+
+/// The model's run of one scenario.
+#[derive(Clone, Debug)]
+pub struct ModelRun {
+    /// What the model produced.
+    pub outcome: Outcome,
+    /// The outcome as snapshot text.
+    pub yaml: String,
+    /// The committed snapshot's text, if any.
+    pub snapshot: Option<String>,
+    /// The model's verdict.
+    pub verdict: Verdict,
+}
+
+/// Plays `scenario` on the reference model and checks it against the
+/// scenario's `expect` and committed snapshot.
+pub async fn check_model(scenario: &LoadedScenario) -> ModelRun {
+    let mut model = Model::new(scenario.scenario.schema);
+    let outcome = driver::run(&scenario.scenario, &mut model, None).await.expect("the model never fails");
+    let yaml = snapshot::normalize(&outcome.to_yaml());
+    let snapshot_path = snapshot::path(&scenario.path, None);
+    let snapshot = match snapshot::read(&snapshot_path) {
+        Ok(s) => s,
+        Err(e) => {
+            let verdict = Verdict::Fail(format!("cannot read {}: {e}", snapshot_path.display()));
+            return ModelRun { outcome, yaml, snapshot: None, verdict };
+        }
+    };
+    let mut problems = expect_problems(scenario, &outcome);
+    if let Some(recorded) = &snapshot
+        && let Some(d) = diff::render("snapshot", recorded, "model", &yaml)
+    {
+        problems.push(format!(
+            "the model disagrees with {}; if the spec changed, accept the new snapshot\n{d}",
+            snapshot_path.display()
+        ));
+    }
+    let verdict = match (problems.is_empty(), snapshot.is_some()) {
+        (false, _) => Verdict::Fail(problems.join("\n")),
+        (true, true) => Verdict::Ok,
+        (true, false) => Verdict::New,
+    };
+    ModelRun { outcome, yaml, snapshot, verdict }
+}
+
+fn expect_problems(scenario: &LoadedScenario, outcome: &Outcome) -> Vec<String> {
+    match &scenario.scenario.expect {
+        Some(e) => expect::mismatches(e, outcome),
+        None => Vec::new(),
+    }
+}
+
+/// Plays `scenario` on `target` and checks it against the model's run (or,
+/// for a declared divergence, against the divergence's own snapshot).
+pub async fn check_target(
+    scenario: &LoadedScenario,
+    target: Target,
+    server: &Server,
+    dialect: &Dialect,
+    model: &ModelRun,
+) -> Verdict {
+    let outcome = match run_on(server, dialect, scenario).await {
+        Ok(o) => o,
+        Err(e) => return Verdict::Fail(format!("{target} failed: {e}")),
+    };
+    let yaml = snapshot::normalize(&outcome.to_yaml());
+    let declared = scenario.scenario.divergence.iter().find(|(t, _)| t.as_str() == target.name());
+    if let Some((_, reason)) = declared {
+        return check_divergence(scenario, target, reason, &yaml, model);
+    }
+    let mut problems = expect_problems(scenario, &outcome);
+    if let Some(d) = diff::render("model", &model.yaml, target.name(), &yaml) {
+        problems.push(format!("{target} disagrees with the model\n{d}"));
+    } else if let Some(recorded) = &model.snapshot
+        && let Some(d) = diff::render("snapshot", recorded, target.name(), &yaml)
+    {
+        problems.push(format!("{target} disagrees with the snapshot\n{d}"));
+    }
+    match (problems.is_empty(), model.snapshot.is_some()) {
+        (false, _) => Verdict::Fail(problems.join("\n")),
+        (true, true) => Verdict::Ok,
+        (true, false) => Verdict::New,
+    }
+}
+
+fn check_divergence(scenario: &LoadedScenario, target: Target, reason: &str, yaml: &str, model: &ModelRun) -> Verdict {
+    if yaml == model.yaml {
+        return Verdict::Fail(format!(
+            "{target} is declared divergent ({reason}) but now agrees with the model: remove `{target}` from `divergence`"
+        ));
+    }
+    let path = snapshot::path(&scenario.path, Some(target.name()));
+    match snapshot::read(&path) {
+        Err(e) => Verdict::Fail(format!("cannot read {}: {e}", path.display())),
+        Ok(None) => Verdict::New,
+        Ok(Some(recorded)) => match diff::render("divergence snapshot", &recorded, target.name(), yaml) {
+            None => Verdict::Diverged(reason.to_owned()),
+            Some(d) => Verdict::Fail(format!("{target} no longer matches its declared divergence snapshot\n{d}")),
+        },
+    }
+}
+
+/// The outcome of `scenario` on a target, in a namespace of its own that is
+/// dropped afterwards whether or not the run succeeded.
+pub async fn run_on(server: &Server, dialect: &Dialect, scenario: &LoadedScenario) -> Result<Outcome, EngineError> {
+    let namespace = fresh_namespace();
+    let mut conn = server.open().await.map_err(|e| EngineError { statement: "connect", kind: e.into() })?;
+    namespace_script(&mut conn, dialect, "create_namespace", &namespace).await?;
+    let run = async {
+        namespace_script(&mut conn, dialect, "enter_namespace", &namespace).await?;
+        let s = &scenario.scenario;
+        driver::run(s, &mut SqlEngine::new(dialect, s.schema, &mut conn), None).await
+    }
+    .await;
+    let dropped = namespace_script(&mut conn, dialect, "drop_namespace", &namespace).await;
+    conn.close().await;
+    let outcome = run?;
+    dropped.map_err(|e| EngineError {
+        statement: e.statement,
+        kind: EngineErrorKind::Database(format!("the run passed but its namespace {namespace} was not dropped: {}", e.kind)),
+    })?;
+    Ok(outcome)
+}
+
+/// A namespace name no other run, in this process or another, is using.
+fn fresh_namespace() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    format!("rc_{}_{n}_{nanos}", std::process::id())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn namespaces_are_unique_identifiers() {
+        let a = fresh_namespace();
+        let b = fresh_namespace();
+        assert_ne!(a, b);
+        assert!(a.starts_with("rc_") && a.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_'));
+    }
+}

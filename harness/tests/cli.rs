@@ -1,0 +1,199 @@
+//! The `reapcheck` binary as a user meets it: exact closing lines, exit
+//! codes, error positions, and broken SQL being caught.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().expect("the workspace exists")
+}
+
+fn reapcheck(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_reapcheck"))
+        .args(args)
+        .current_dir(root())
+        .env_remove("REAPCHECK_REQUIRE")
+        .output()
+        .expect("the binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn scenario_count() -> usize {
+    reapcheck::scenario::discover(&root().join("scenarios")).expect("scenarios load").len()
+}
+
+/// A scratch folder removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("reapcheck-cli-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        Scratch(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A copy of the SQLite dialect with `from` replaced by `to` in `file`.
+fn mutated_sqlite(scratch: &Scratch, file: &str, from: &str, to: &str) -> String {
+    let dir = scratch.0.join("dialects/sqlite");
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(root().join("dialects/sqlite")).unwrap() {
+        let path = entry.unwrap().path();
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        if path.file_name().unwrap() == file {
+            assert!(text.contains(from), "{file} no longer contains {from:?}");
+            text = text.replace(from, to);
+        }
+        std::fs::write(dir.join(path.file_name().unwrap()), text).unwrap();
+    }
+    scratch.0.join("dialects").display().to_string()
+}
+
+#[test]
+fn run_checks_every_scenario_on_the_model_and_sqlite() {
+    let o = reapcheck(&["run"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    let n = scenario_count();
+    assert!(n >= 10, "only {n} scenarios");
+    assert_eq!(out.lines().last(), Some(format!("{} passed, 0 failed, 0 skipped", 2 * n).as_str()), "{out}");
+    assert_eq!(out.lines().filter(|l| l.starts_with("ok ") && l.ends_with("on model")).count(), n, "{out}");
+    assert_eq!(out.lines().filter(|l| l.starts_with("ok ") && l.contains("on sqlite [sqlite 3.")).count(), n, "{out}");
+}
+
+#[test]
+fn swapped_coalesce_arguments_fail_named_scenarios() {
+    let scratch = Scratch::new("coalesce");
+    let dialects = mutated_sqlite(&scratch, "reaper.sql", "COALESCE(heartbeat_at, updated_at)", "COALESCE(updated_at, heartbeat_at)");
+    let o = reapcheck(&["run", "--dialects", &dialects]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("FAIL     grace/recent-beat  on sqlite"), "{out}");
+    assert!(out.contains("sqlite disagrees with the model"), "{out}");
+    assert!(out.contains(&format!("rerun: reapcheck run --db sqlite --dialects {dialects} --exact grace/recent-beat")), "{out}");
+}
+
+#[test]
+fn a_non_strict_staleness_guard_fails_named_scenarios() {
+    let scratch = Scratch::new("lte");
+    let dialects = mutated_sqlite(&scratch, "reaper.sql", "AND COALESCE(heartbeat_at, updated_at) < :cutoff", "AND COALESCE(heartbeat_at, updated_at) <= :cutoff");
+    let o = reapcheck(&["run", "--dialects", &dialects]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("FAIL     boundaries/exact-cutoff  on sqlite"), "{out}");
+}
+
+#[test]
+fn an_unknown_key_exits_2_with_file_line_and_column() {
+    let scratch = Scratch::new("unknown-key");
+    std::fs::write(
+        scratch.0.join("bad.yaml"),
+        "description: x\nclasses:\n  C: { timeout: 30, colour: red }\njobs: []\nsteps: []\n",
+    )
+    .unwrap();
+    let dir = scratch.0.display().to_string();
+    let o = reapcheck(&["run", "--scenarios", &dir]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("{dir}/bad.yaml:3:")), "{err}");
+    assert!(err.contains("colour"), "{err}");
+    assert!(stdout(&o).is_empty(), "nothing may run: {}", stdout(&o));
+}
+
+#[test]
+fn every_invalid_file_is_reported_and_nothing_runs() {
+    let scratch = Scratch::new("many-errors");
+    let good = std::fs::read_to_string(root().join("scenarios/grace/recent-beat.yaml")).unwrap();
+    std::fs::write(scratch.0.join("good.yaml"), good).unwrap();
+    std::fs::write(scratch.0.join("a.yaml"), "description: x\nsteps:\n  - claim: nobody\n").unwrap();
+    std::fs::write(scratch.0.join("b.yaml"), "description: x\nsteps:\n  - advance: 10\n").unwrap();
+    let dir = scratch.0.display().to_string();
+    let o = reapcheck(&["run", "--scenarios", &dir, "good"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("{dir}/a.yaml:3:12: unknown job `nobody`")), "{err}");
+    assert!(err.contains(&format!("{dir}/b.yaml:3:14: invalid duration `10`: a number has no unit")), "{err}");
+    assert!(err.contains("3 |   - advance: 10"), "the offending line is shown: {err}");
+    assert!(stdout(&o).is_empty());
+}
+
+#[test]
+fn accept_writes_missing_snapshots_that_the_next_run_uses() {
+    let scratch = Scratch::new("accept");
+    let good = std::fs::read_to_string(root().join("scenarios/grace/never-beat.yaml")).unwrap();
+    std::fs::write(scratch.0.join("never-beat.yaml"), good).unwrap();
+    let dir = scratch.0.display().to_string();
+    let first = stdout(&reapcheck(&["run", "--scenarios", &dir]));
+    assert!(first.contains("new      never-beat  on model"), "{first}");
+    assert!(!scratch.0.join("snapshots/never-beat.snap").exists());
+    let accepted = reapcheck(&["run", "--scenarios", &dir, "--accept"]);
+    assert!(accepted.status.success());
+    let snap = std::fs::read_to_string(scratch.0.join("snapshots/never-beat.snap")).unwrap();
+    let committed = std::fs::read_to_string(root().join("scenarios/grace/snapshots/never-beat.snap")).unwrap();
+    assert_eq!(snap.split_once("\n---\n").unwrap().1, committed.split_once("\n---\n").unwrap().1);
+    let again = stdout(&reapcheck(&["run", "--scenarios", &dir]));
+    assert!(again.contains("ok       never-beat  on model") && again.ends_with("2 passed, 0 failed, 0 skipped\n"), "{again}");
+}
+
+#[test]
+fn a_snapshot_that_disagrees_fails_the_model() {
+    let scratch = Scratch::new("stale-snapshot");
+    let good = std::fs::read_to_string(root().join("scenarios/grace/recent-beat.yaml")).unwrap();
+    std::fs::write(scratch.0.join("recent-beat.yaml"), good).unwrap();
+    std::fs::create_dir_all(scratch.0.join("snapshots")).unwrap();
+    let committed = std::fs::read_to_string(root().join("scenarios/grace/snapshots/recent-beat.snap")).unwrap();
+    std::fs::write(scratch.0.join("snapshots/recent-beat.snap"), committed.replace("status: processing", "status: pending")).unwrap();
+    let o = reapcheck(&["run", "--scenarios", &scratch.0.display().to_string()]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("FAIL     recent-beat  on model") && out.contains("-    status: pending"), "{out}");
+}
+
+#[test]
+fn unknown_targets_and_empty_selections_are_invalid_input() {
+    let o = reapcheck(&["run", "--db", "oracle"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("unknown target `oracle`"));
+    let o = reapcheck(&["run", "no-such-scenario"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("nothing would run"));
+}
+
+#[test]
+fn check_validates_without_running() {
+    let o = reapcheck(&["check"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    assert!(out.starts_with(&format!("{} scenarios and ", scenario_count())), "{out}");
+    let scratch = Scratch::new("check-dialect");
+    let dialects = mutated_sqlite(&scratch, "worker.sql", "-- name: complete", "-- name: completed");
+    let o = reapcheck(&["check", "--dialects", &dialects]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("sqlite/worker.sql:") && err.contains("unknown statement `completed`"), "{err}");
+    assert!(err.contains("missing statement `complete`"), "{err}");
+}
+
+#[test]
+fn explain_shows_each_candidates_reasoning() {
+    let o = reapcheck(&["explain", "scenarios/grace/never-beat.yaml"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("candidate stale: last_seen 2026-01-15T09:59:00Z (-2h1m), has_beat 0, grace 300s"), "{out}");
+    assert!(out.contains("window 7200s, cutoff 2026-01-15T10:00:00Z (-2h)"), "{out}");
+    assert!(out.contains("apply stale: reclaimed"), "{out}");
+}
