@@ -23,3 +23,4 @@ pub mod reach;
 pub mod redact;
 pub mod runner;
 pub mod snapshot;
+pub mod mutate;

@@ -4,6 +4,7 @@
 mod check;
 mod explain;
 mod inputs;
+mod mutate;
 mod run;
 
 use std::path::PathBuf;
@@ -44,6 +45,8 @@ enum Command {
     Check(check::CheckArgs),
     /// Show the model's reasoning for one scenario file, step by step.
     Explain(explain::ExplainArgs),
+    /// Run the corpus against known-bad edits of each target's SQL.
+    Mutate(mutate::MutateArgs),
 }
 
 /// Parses the arguments and runs the command.
@@ -53,5 +56,6 @@ pub fn main() -> ExitCode {
         Command::Run(args) => run::run(args),
         Command::Check(args) => check::check(args),
         Command::Explain(args) => explain::explain(args),
+        Command::Mutate(args) => mutate::mutate(args),
     }
 }

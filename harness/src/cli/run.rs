@@ -55,7 +55,8 @@ impl Tally {
     }
 }
 
-fn parse_targets(list: &str) -> Result<Vec<Target>, String> {
+/// The targets named by `--db`.
+pub fn parse_targets(list: &str) -> Result<Vec<Target>, String> {
     if list == "all" {
         return Ok(Target::ALL.to_vec());
     }

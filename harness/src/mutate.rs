@@ -1,0 +1,186 @@
+//! The mutation self-test: known-bad edits to a dialect's SQL, each a real
+//! bug class. A mutant is defined once, as a regular expression over the
+//! text of named statements, and applied to every dialect; it must match in
+//! each statement it names, so a dialect whose SQL no longer has the shape
+//! the mutant targets is an error, never a silent pass.
+
+use regex::Regex;
+
+use crate::dialect::Dialect;
+
+/// One known-bad edit.
+#[derive(Clone, Copy, Debug)]
+pub struct Mutant {
+    /// Short name.
+    pub id: &'static str,
+    /// The bug it plants.
+    pub bug: &'static str,
+    /// The statements it edits; it must match in each.
+    pub statements: &'static [&'static str],
+    /// What it looks for (a regular expression).
+    pub pattern: &'static str,
+    /// What it writes instead (`$1` names a group).
+    pub replacement: &'static str,
+}
+
+const REAP_UPDATES: &[&str] = &["reap_retry", "reap_interrupt", "reap_fail"];
+const REAP_ALL: &[&str] = &["reap_scan", "reap_retry", "reap_interrupt", "reap_fail"];
+
+/// The catalogue.
+pub const MUTANTS: &[Mutant] = &[
+    Mutant {
+        id: "coalesce-swapped",
+        bug: "COALESCE arguments swapped: the claim time hides every heartbeat",
+        statements: REAP_ALL,
+        pattern: r"COALESCE\(\s*heartbeat_at\s*,\s*updated_at\s*\)",
+        replacement: "COALESCE(updated_at, heartbeat_at)",
+    },
+    Mutant {
+        id: "has-beat-inverted",
+        bug: "has_beat inverted: the grace applies to jobs that never beat",
+        statements: &["reap_scan"],
+        pattern: r"WHEN\s+heartbeat_at\s+IS\s+NULL\s+THEN\s+0\s+ELSE\s+1",
+        replacement: "WHEN heartbeat_at IS NULL THEN 1 ELSE 0",
+    },
+    Mutant {
+        id: "grace-ignored",
+        bug: "the grace ignored: has_beat always 0, so only the claim window reaps",
+        statements: &["reap_scan"],
+        pattern: r"WHEN\s+heartbeat_at\s+IS\s+NULL\s+THEN\s+0\s+ELSE\s+1",
+        replacement: "WHEN heartbeat_at IS NULL THEN 0 ELSE 0",
+    },
+    Mutant {
+        id: "guard-not-strict",
+        bug: "`<` made `<=` in the staleness guard: a job exactly at the cutoff is reaped",
+        statements: REAP_UPDATES,
+        pattern: r"(COALESCE\(\s*heartbeat_at\s*,\s*updated_at\s*\)\s*)<(\s*:cutoff)",
+        replacement: "$1<=$2",
+    },
+    Mutant {
+        id: "floor-not-strict",
+        bug: "`<` made `<=` in the scan floor: a job exactly 30 s silent is a candidate",
+        statements: &["reap_scan"],
+        pattern: r"(COALESCE\(\s*heartbeat_at\s*,\s*updated_at\s*\)\s*)<([^=])",
+        replacement: "$1<=$2",
+    },
+    Mutant {
+        id: "floor-60s",
+        bug: "the scan floor moved from 30 to 60 s: short graces stop working",
+        statements: &["reap_scan"],
+        pattern: r"\b30(0{6})?\b",
+        replacement: "60$1",
+    },
+    Mutant {
+        id: "attempts-guard-dropped",
+        bug: "the attempts guard dropped: a re-claimed job is reaped by a stale scan",
+        statements: REAP_UPDATES,
+        pattern: r"\s+AND\s+attempts\s*=\s*:attempts",
+        replacement: "",
+    },
+    Mutant {
+        id: "staleness-recheck-dropped",
+        bug: "the UPDATE no longer re-checks staleness: a heartbeat after the scan is ignored",
+        statements: REAP_UPDATES,
+        pattern: r"\s+AND\s+COALESCE\(\s*heartbeat_at\s*,\s*updated_at\s*\)\s*<\s*:cutoff",
+        replacement: "",
+    },
+    Mutant {
+        id: "claim-keeps-heartbeat",
+        bug: "the claim no longer clears heartbeat_at: the last attempt's beats count for the new one",
+        statements: &["claim"],
+        pattern: r",\s*heartbeat_at\s*=\s*NULL",
+        replacement: "",
+    },
+    Mutant {
+        id: "complete-unfenced",
+        bug: "the token guard dropped from complete: a dead worker's late done lands",
+        statements: &["complete"],
+        pattern: r"\s+AND\s+claim_token\s*=\s*:token",
+        replacement: "",
+    },
+    Mutant {
+        id: "heartbeat-unfenced",
+        bug: "the token guard dropped from heartbeat: a dead attempt keeps a re-claimed job alive",
+        statements: &["heartbeat"],
+        pattern: r"\s+AND\s+claim_token\s*=\s*:token",
+        replacement: "",
+    },
+    Mutant {
+        id: "takeover-ignores-expiry",
+        bug: "the lease takeover ignores expiry: an exclusive job runs twice at once",
+        statements: &["lease_takeover"],
+        pattern: r"\s+AND\s+expires_at\s*<\s*:now",
+        replacement: "",
+    },
+];
+
+/// A mutant whose pattern is not in a statement it names.
+#[derive(Debug, thiserror::Error)]
+#[error("mutant `{mutant}` does not apply to {dialect}'s `{statement}` ({origin}): its SQL no longer has the shape the mutant edits; update the statement or the mutant")]
+pub struct MutantError {
+    /// The mutant.
+    pub mutant: &'static str,
+    /// The dialect.
+    pub dialect: String,
+    /// The statement that lacks the pattern.
+    pub statement: &'static str,
+    /// Where that statement is defined.
+    pub origin: String,
+}
+
+/// `dialect` with `mutant` applied to each statement it names.
+pub fn apply(dialect: &Dialect, mutant: &Mutant) -> Result<Dialect, MutantError> {
+    let pattern = Regex::new(mutant.pattern).expect("catalogue patterns are valid");
+    let mut mutated = dialect.clone();
+    for &name in mutant.statements {
+        let statement = dialect.statement(name, crate::scenario::Schema::Standard);
+        let edited = pattern.replace_all(&statement.sql, mutant.replacement);
+        if edited == statement.sql {
+            return Err(MutantError {
+                mutant: mutant.id,
+                dialect: dialect.name.clone(),
+                statement: name,
+                origin: statement.origin.clone(),
+            });
+        }
+        mutated = mutated.with_sql(name, edited.into_owned());
+    }
+    Ok(mutated)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dialect::Source;
+
+    #[test]
+    fn every_mutant_applies_to_every_shipped_dialect() {
+        for name in crate::dialect::dialect_names(&Source::Embedded) {
+            let dialect = Dialect::load(&Source::Embedded, &name).unwrap();
+            for m in MUTANTS {
+                let mutated = apply(&dialect, m).unwrap_or_else(|e| panic!("{e}"));
+                for s in m.statements {
+                    let before = &dialect.statement(s, crate::scenario::Schema::Standard).sql;
+                    let after = &mutated.statement(s, crate::scenario::Schema::Standard).sql;
+                    assert_ne!(before, after, "{} left {name}/{s} unchanged", m.id);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_mutant_that_finds_nothing_is_an_error() {
+        let dialect = Dialect::load(&Source::Embedded, "sqlite").unwrap();
+        let m = Mutant { id: "x", bug: "x", statements: &["complete"], pattern: "NO SUCH TEXT", replacement: "" };
+        let e = apply(&dialect, &m).unwrap_err();
+        assert!(e.to_string().contains("does not apply to sqlite's `complete` (sqlite/worker.sql:"), "{e}");
+    }
+
+    #[test]
+    fn mutant_ids_are_unique() {
+        let mut ids: Vec<_> = MUTANTS.iter().map(|m| m.id).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), MUTANTS.len());
+    }
+}

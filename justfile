@@ -1,0 +1,22 @@
+# reapcheck tasks. CI does not use just (.ci/run calls cargo directly).
+# Targets read their databases from REAPCHECK_<TARGET>_URL; see README.md.
+
+# Every scenario on every target; unreachable targets are reported skipped.
+matrix:
+    cargo run --release -- run --db all --report reports
+
+# Every scenario on one target: `just db postgres`.
+db target:
+    cargo run -- run --db {{target}}
+
+# The test suite (one test per scenario and target, plus unit tests).
+test:
+    cargo test
+
+# Validate scenarios and dialects without running anything.
+check:
+    cargo run -- check
+
+# The mutation self-test: `just mutate sqlite,postgres,mariadb`.
+mutate targets="sqlite":
+    cargo run --release -- mutate --db {{targets}}
