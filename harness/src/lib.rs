@@ -24,3 +24,4 @@ pub mod redact;
 pub mod runner;
 pub mod snapshot;
 pub mod mutate;
+pub mod report;

@@ -2,9 +2,13 @@
 //! per scenario and target, and the closing `N passed, M failed, K skipped`.
 
 use std::process::ExitCode;
+use std::time::Instant;
+
+use futures_util::{StreamExt, stream};
 
 use reapcheck::dialect::Dialect;
 use reapcheck::reach::{self, Reach};
+use reapcheck::report::{self, CaseRecord};
 use reapcheck::runner::{self, Verdict};
 use reapcheck::scenario::LoadedScenario;
 use reapcheck::snapshot;
@@ -28,6 +32,12 @@ pub struct RunArgs {
     /// Filters match whole scenario names instead of parts of them.
     #[arg(long)]
     exact: bool,
+    /// Scenarios run at once on each target.
+    #[arg(long, default_value_t = 4)]
+    jobs: usize,
+    /// Write junit.xml and summary.txt into this folder.
+    #[arg(long)]
+    report: Option<std::path::PathBuf>,
     /// Only scenarios whose name contains one of these.
     filters: Vec<String>,
 }
@@ -112,7 +122,18 @@ pub fn run(args: RunArgs) -> ExitCode {
         }
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime starts");
-    let tally = runtime.block_on(run_all(&args, &scenarios, &targets, &required, &dialects));
+    let records = runtime.block_on(run_all(&args, &scenarios, &targets, &required, &dialects));
+    let mut tally = Tally::default();
+    records.iter().for_each(|r| tally.add(&r.verdict));
+    if let Some(dir) = &args.report {
+        match report::write(dir, &records) {
+            Ok(()) => println!("reports written to {}", dir.display()),
+            Err(e) => {
+                eprintln!("error: cannot write reports to {}: {e}", dir.display());
+                tally.failed += 1;
+            }
+        }
+    }
     if tally.new > 0 && !args.accept {
         println!(
             "{} results have no committed snapshot yet: `reapcheck run --accept` writes them (or `cargo insta review` after the tests)",
@@ -129,10 +150,11 @@ async fn run_all(
     targets: &[Target],
     required: &[Target],
     dialects: &[Dialect],
-) -> Tally {
-    let mut tally = Tally::default();
+) -> Vec<CaseRecord> {
+    let mut records = Vec::new();
     let mut models = Vec::with_capacity(scenarios.len());
     for s in scenarios {
+        let started = Instant::now();
         let mut model = runner::check_model(s).await;
         if args.accept && model.verdict == Verdict::New {
             let path = snapshot::path(&s.path, None);
@@ -144,8 +166,9 @@ async fn run_all(
                 Err(e) => model.verdict = Verdict::Fail(format!("cannot write {}: {e}", path.display())),
             }
         }
-        print_line(&model.verdict, "model", "model", s, args);
-        tally.add(&model.verdict);
+        let record = record(s, "model", "model", model.verdict.clone(), started);
+        print_line(&record, s, args);
+        records.push(record);
         models.push(model);
     }
     for &target in targets {
@@ -154,28 +177,50 @@ async fn run_all(
             Reach::Ready(server) => server,
             Reach::Skipped(reason) if !required.contains(&target) => {
                 println!("skipped: {target} ({} scenarios): {reason}", scenarios.len());
-                tally.skipped += scenarios.len();
+                let verdict = Verdict::Skipped(reason);
+                records.extend(scenarios.iter().map(|s| record(s, target.name(), "not run", verdict.clone(), Instant::now())));
                 continue;
             }
             Reach::Skipped(reason) | Reach::Unreachable(reason) => {
                 let why = if required.contains(&target) { " (required by REAPCHECK_REQUIRE)" } else { "" };
                 println!("FAIL     {target}{why} ({} scenarios not run): {reason}", scenarios.len());
-                tally.failed += scenarios.len();
+                let verdict = Verdict::Fail(format!("not run: {reason}"));
+                records.extend(scenarios.iter().map(|s| record(s, target.name(), "not reached", verdict.clone(), Instant::now())));
                 continue;
             }
         };
         let version = server.version().to_owned();
-        for (s, model) in scenarios.iter().zip(&models) {
-            let mut verdict = runner::check_target(s, target, &server, dialect, model).await;
-            if args.accept && verdict == Verdict::New && s.scenario.divergence.keys().any(|t| t.as_str() == target.name()) {
-                verdict = accept_divergence(s, target, &server, dialect).await;
+        let cases = scenarios.iter().zip(&models).map(|(s, model)| {
+            let (server, version) = (&server, &version);
+            async move {
+                let started = Instant::now();
+                let mut verdict = runner::check_target(s, target, server, dialect, model).await;
+                let declared = s.scenario.divergence.keys().any(|t| t.as_str() == target.name());
+                if args.accept && verdict == Verdict::New && declared {
+                    verdict = accept_divergence(s, target, server, dialect).await;
+                }
+                (s, record(s, target.name(), version, verdict, started))
             }
-            print_line(&verdict, target.name(), &version, s, args);
-            tally.add(&verdict);
+        });
+        let mut results = stream::iter(cases).buffered(args.jobs.max(1));
+        while let Some((s, record)) = results.next().await {
+            print_line(&record, s, args);
+            records.push(record);
         }
+        drop(results);
         server.close().await;
     }
-    tally
+    records
+}
+
+fn record(s: &LoadedScenario, target: &str, server: &str, verdict: Verdict, started: Instant) -> CaseRecord {
+    CaseRecord {
+        scenario: s.name.clone(),
+        target: target.to_owned(),
+        server: server.to_owned(),
+        verdict,
+        elapsed: started.elapsed(),
+    }
 }
 
 /// Writes a declared divergence's own snapshot from the target's outcome.
@@ -193,9 +238,9 @@ async fn accept_divergence(s: &LoadedScenario, target: Target, server: &reapchec
     }
 }
 
-fn print_line(verdict: &Verdict, target: &str, server: &str, s: &LoadedScenario, args: &RunArgs) {
-    let on = if target == server { target.to_owned() } else { format!("{target} [{server}]") };
-    match verdict {
+fn print_line(r: &CaseRecord, s: &LoadedScenario, args: &RunArgs) {
+    let on = if r.target == r.server { r.target.clone() } else { format!("{} [{}]", r.target, r.server) };
+    match &r.verdict {
         Verdict::Ok => println!("ok       {}  on {on}", s.name),
         Verdict::New => println!("new      {}  on {on}", s.name),
         Verdict::Diverged(reason) => println!("diverged {}  on {on}: {reason}", s.name),
@@ -206,7 +251,7 @@ fn print_line(verdict: &Verdict, target: &str, server: &str, s: &LoadedScenario,
                 println!("    {line}");
             }
             println!("    {}:1: scenario file", s.path.display());
-            println!("    rerun: {}", rerun_command(target, s, args));
+            println!("    rerun: {}", rerun_command(&r.target, s, args));
         }
     }
 }
