@@ -25,3 +25,5 @@ pub mod runner;
 pub mod snapshot;
 pub mod mutate;
 pub mod report;
+#[cfg(feature = "containers")]
+pub mod containers;

@@ -6,10 +6,14 @@ use crate::backend::{self, Server};
 use crate::redact;
 use crate::target::Target;
 
+/// Whatever must stay alive while a server is used (a container).
+pub type Keep = Option<Box<dyn std::any::Any + Send + Sync>>;
+
 /// Whether a target can run.
 pub enum Reach {
-    /// Connected; ready to open isolated runs.
-    Ready(Server),
+    /// Connected; ready to open isolated runs. Keep the second field alive
+    /// as long as the server is used.
+    Ready(Server, Keep),
     /// Not configured: the reason, shown as `skipped: <reason>`.
     Skipped(String),
     /// Configured but not reachable: the error, with no password in it.
@@ -43,14 +47,14 @@ pub fn target_names() -> String {
 pub async fn reach(target: Target) -> Reach {
     if target == Target::Sqlite {
         return match backend::sqlite().await {
-            Ok(s) => Reach::Ready(s),
+            Ok(s) => Reach::Ready(s, None),
             Err(e) => Reach::Unreachable(format!("embedded sqlite failed: {e}")),
         };
     }
     let variable = target.url_variable();
     match std::env::var(&variable) {
         Ok(url) if !url.trim().is_empty() => match connect(target, &url).await {
-            Ok(server) => Reach::Ready(server),
+            Ok(server) => Reach::Ready(server, None),
             Err(e) => Reach::Unreachable(format!(
                 "cannot reach {} (from {variable}): {}",
                 redact::url(&url),
@@ -76,11 +80,12 @@ async fn from_container(_target: Target, variable: &str) -> Reach {
 
 #[cfg(feature = "containers")]
 async fn from_container(target: Target, variable: &str) -> Reach {
-    match crate::containers::start(target).await {
-        Ok((url, server)) => {
-            let _ = url;
-            Reach::Ready(server)
-        }
-        Err(reason) => Reach::Skipped(format!("no {variable} and no container: {reason}")),
+    let (url, keep) = match crate::containers::start(target).await {
+        Ok(started) => started,
+        Err(reason) => return Reach::Skipped(format!("no {variable}, and no container: {reason}")),
+    };
+    match connect(target, &url).await {
+        Ok(server) => Reach::Ready(server, Some(keep)),
+        Err(e) => Reach::Unreachable(format!("the {target} container started but: {}", redact::message(&e, &url))),
     }
 }

@@ -3,7 +3,7 @@
 //! pass/fail here, so they cannot drift apart.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::SystemTime;
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::backend::Server;
 use crate::dialect::Dialect;
@@ -144,23 +144,48 @@ fn check_divergence(scenario: &LoadedScenario, target: Target, reason: &str, yam
 /// The outcome of `scenario` on a target, in a namespace of its own that is
 /// dropped afterwards whether or not the run succeeded.
 pub async fn run_on(server: &Server, dialect: &Dialect, scenario: &LoadedScenario) -> Result<Outcome, EngineError> {
+    run_on_timed(server, dialect, scenario).await.map(|(outcome, _)| outcome)
+}
+
+/// Where the time of one run on a target went.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Phases {
+    /// Connecting and creating and entering the namespace.
+    pub setup: Duration,
+    /// Schema, rows and steps: the scenario itself.
+    pub run: Duration,
+    /// Dropping the namespace and closing the connection.
+    pub teardown: Duration,
+}
+
+/// [`run_on`], also timing its phases.
+pub async fn run_on_timed(
+    server: &Server,
+    dialect: &Dialect,
+    scenario: &LoadedScenario,
+) -> Result<(Outcome, Phases), EngineError> {
     let namespace = fresh_namespace();
+    let started = Instant::now();
     let mut conn = server.open().await.map_err(|e| EngineError { statement: "connect", kind: e.into() })?;
     namespace_script(&mut conn, dialect, "create_namespace", &namespace).await?;
+    let entered = namespace_script(&mut conn, dialect, "enter_namespace", &namespace).await;
+    let setup = started.elapsed();
     let run = async {
-        namespace_script(&mut conn, dialect, "enter_namespace", &namespace).await?;
+        entered?;
         let s = &scenario.scenario;
         driver::run(s, &mut SqlEngine::new(dialect, s.schema, &mut conn), None).await
     }
     .await;
+    let ran = started.elapsed();
     let dropped = namespace_script(&mut conn, dialect, "drop_namespace", &namespace).await;
     conn.close().await;
+    let phases = Phases { setup, run: ran - setup, teardown: started.elapsed() - ran };
     let outcome = run?;
     dropped.map_err(|e| EngineError {
         statement: e.statement,
         kind: EngineErrorKind::Database(format!("the run passed but its namespace {namespace} was not dropped: {}", e.kind)),
     })?;
-    Ok(outcome)
+    Ok((outcome, phases))
 }
 
 /// A namespace name no other run, in this process or another, is using.

@@ -29,7 +29,8 @@ fn scenarios_root() -> PathBuf {
 
 /// How a target's tests will go, decided while building the list.
 enum TargetState {
-    Ready(Arc<Server>, Arc<Dialect>),
+    /// Connected; the last field keeps a container alive until the tests end.
+    Ready(Arc<Server>, Arc<Dialect>, #[allow(dead_code, reason = "held, never read")] reach::Keep),
     Ignored,
     MustFail(String),
 }
@@ -47,6 +48,7 @@ fn main() {
     };
     let required = reach::required_targets().unwrap_or_else(|e| panic!("{e}"));
     let mut trials = Vec::new();
+    let mut states = Vec::new();
     for target in Target::ALL {
         let state = prepare(runtime, target, &required);
         for s in &scenarios {
@@ -55,8 +57,12 @@ fn main() {
             }
             trials.push(target_trial(runtime, s.clone(), target, &state));
         }
+        states.push(state);
     }
-    libtest_mimic::run(&args, trials).exit();
+    let conclusion = libtest_mimic::run(&args, trials);
+    // Stops any containers only after every test has run.
+    drop(states);
+    conclusion.exit();
 }
 
 fn prepare(runtime: &'static Runtime, target: Target, required: &[Target]) -> TargetState {
@@ -65,9 +71,9 @@ fn prepare(runtime: &'static Runtime, target: Target, required: &[Target]) -> Ta
         Err(e) => return TargetState::MustFail(e.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")),
     };
     match runtime.block_on(reach::reach(target)) {
-        Reach::Ready(server) => {
+        Reach::Ready(server, keep) => {
             eprintln!("{target}: running on {}", server.version());
-            TargetState::Ready(Arc::new(server), dialect)
+            TargetState::Ready(Arc::new(server), dialect, keep)
         }
         Reach::Skipped(reason) if !required.contains(&target) => {
             eprintln!("skipped: {target}: {reason}");
@@ -111,7 +117,7 @@ fn target_trial(runtime: &'static Runtime, s: LoadedScenario, target: Target, st
             let reason = reason.clone();
             Trial::test(name, move || Err(Failed::from(reason)))
         }
-        TargetState::Ready(server, dialect) => {
+        TargetState::Ready(server, dialect, _) => {
             let (server, dialect) = (server.clone(), dialect.clone());
             Trial::test(name, move || {
                 let verdict = runtime.block_on(async {

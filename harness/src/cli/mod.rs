@@ -1,6 +1,7 @@
 //! Command-line parsing and the exit-code convention: 0 when nothing failed,
 //! 1 when something failed, 2 on invalid input.
 
+mod bench;
 mod check;
 mod explain;
 mod inputs;
@@ -47,6 +48,8 @@ enum Command {
     Explain(explain::ExplainArgs),
     /// Run the corpus against known-bad edits of each target's SQL.
     Mutate(mutate::MutateArgs),
+    /// Measure the setup, run and teardown time of scenario runs per target.
+    Bench(bench::BenchArgs),
 }
 
 /// Parses the arguments and runs the command.
@@ -57,5 +60,6 @@ pub fn main() -> ExitCode {
         Command::Check(args) => check::check(args),
         Command::Explain(args) => explain::explain(args),
         Command::Mutate(args) => mutate::mutate(args),
+        Command::Bench(args) => bench::bench(args),
     }
 }

@@ -81,8 +81,8 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
 }
 
 async fn mutate_target(target: Target, dialect: &Dialect, scenarios: &[LoadedScenario], models: &[ModelRun]) -> bool {
-    let server = match reach::reach(target).await {
-        Reach::Ready(s) => s,
+    let (server, _container) = match reach::reach(target).await {
+        Reach::Ready(s, keep) => (s, keep),
         Reach::Skipped(reason) | Reach::Unreachable(reason) => {
             println!("{target}: not run: {reason}");
             return false;

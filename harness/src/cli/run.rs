@@ -173,8 +173,8 @@ async fn run_all(
     }
     for &target in targets {
         let dialect = dialects.iter().find(|d| d.name == target.dialect()).expect("loaded for every target");
-        let server = match reach::reach(target).await {
-            Reach::Ready(server) => server,
+        let (server, _container) = match reach::reach(target).await {
+            Reach::Ready(server, keep) => (server, keep),
             Reach::Skipped(reason) if !required.contains(&target) => {
                 println!("skipped: {target} ({} scenarios): {reason}", scenarios.len());
                 let verdict = Verdict::Skipped(reason);
