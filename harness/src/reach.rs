@@ -68,7 +68,10 @@ pub async fn reach(target: Target) -> Reach {
 async fn connect(target: Target, url: &str) -> Result<Server, String> {
     let result = match target {
         Target::Sqlite => backend::sqlite().await,
-        _ => return Err(format!("the {target} backend is not built into this binary")),
+        Target::Postgres => backend::postgres(url).await,
+        Target::Cockroach => backend::cockroach(url).await,
+        Target::Mariadb | Target::Mysql => backend::mysql(url).await,
+        Target::Mssql => backend::mssql(url).await,
     };
     result.map_err(|e| e.to_string())
 }

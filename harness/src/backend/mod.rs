@@ -3,6 +3,9 @@
 //! the SQL means is the dialect's business.
 
 mod error;
+mod mssql;
+mod mysql;
+mod postgres;
 mod sqlite;
 
 pub use error::{BackendError, BackendErrorKind};
@@ -15,6 +18,12 @@ use crate::engine::Value;
 pub enum Connection {
     /// SQLite through sqlx.
     Sqlite(sqlite::SqliteConn),
+    /// PostgreSQL or CockroachDB through sqlx.
+    Postgres(postgres::PgConn),
+    /// MySQL or MariaDB through sqlx.
+    MySql(mysql::MySqlConn),
+    /// SQL Server through tiberius.
+    Mssql(mssql::MssqlConn),
 }
 
 impl Connection {
@@ -22,6 +31,9 @@ impl Connection {
     pub fn placeholders(&self) -> Placeholders {
         match self {
             Connection::Sqlite(_) => Placeholders::QuestionNumbered,
+            Connection::Postgres(_) => Placeholders::Dollar,
+            Connection::MySql(_) => Placeholders::Question,
+            Connection::Mssql(_) => Placeholders::AtP,
         }
     }
 
@@ -29,6 +41,9 @@ impl Connection {
     pub async fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, BackendError> {
         match self {
             Connection::Sqlite(c) => c.execute(sql, params).await,
+            Connection::Postgres(c) => c.execute(sql, params).await,
+            Connection::MySql(c) => c.execute(sql, params).await,
+            Connection::Mssql(c) => c.execute(sql, params).await,
         }
     }
 
@@ -36,6 +51,9 @@ impl Connection {
     pub async fn query(&mut self, sql: &str, params: &[Value], columns: &[Column]) -> Result<Vec<Vec<Value>>, BackendError> {
         match self {
             Connection::Sqlite(c) => c.query(sql, params, columns).await,
+            Connection::Postgres(c) => c.query(sql, params, columns).await,
+            Connection::MySql(c) => c.query(sql, params, columns).await,
+            Connection::Mssql(c) => c.query(sql, params, columns).await,
         }
     }
 
@@ -43,6 +61,9 @@ impl Connection {
     pub async fn close(self) {
         match self {
             Connection::Sqlite(c) => c.close().await,
+            Connection::Postgres(c) => c.close().await,
+            Connection::MySql(c) => c.close().await,
+            Connection::Mssql(c) => c.close().await,
         }
     }
 }
@@ -54,6 +75,22 @@ pub enum Server {
         /// The SQLite library version.
         version: String,
     },
+    /// PostgreSQL or CockroachDB: pooled connections, reset when opened.
+    Postgres(postgres::PgServer),
+    /// MySQL or MariaDB: every connection is a new session.
+    MySql {
+        /// `mariadb <version>` or `mysql <version>`, from `SELECT VERSION()`.
+        version: String,
+        /// How to open connections to it.
+        server: mysql::MySqlServer,
+    },
+    /// SQL Server: every connection is a new session.
+    Mssql {
+        /// `mssql <first line of @@VERSION>`.
+        version: String,
+        /// Where and as whom to connect.
+        url: mssql::MssqlUrl,
+    },
 }
 
 impl Server {
@@ -62,6 +99,9 @@ impl Server {
     pub fn version(&self) -> &str {
         match self {
             Server::Sqlite { version } => version,
+            Server::Postgres(s) => s.version(),
+            Server::MySql { version, .. } => version,
+            Server::Mssql { version, .. } => version,
         }
     }
 
@@ -69,14 +109,48 @@ impl Server {
     pub async fn open(&self) -> Result<Connection, BackendError> {
         match self {
             Server::Sqlite { .. } => Ok(Connection::Sqlite(sqlite::SqliteConn::open_memory().await?)),
+            Server::Postgres(s) => Ok(Connection::Postgres(s.open().await?)),
+            Server::MySql { server, .. } => Ok(Connection::MySql(server.open().await?)),
+            Server::Mssql { url, .. } => Ok(Connection::Mssql(mssql::MssqlConn::connect(url).await?)),
         }
     }
 
     /// Closes the server's pool, if it has one.
-    pub async fn close(self) {}
+    pub async fn close(self) {
+        if let Server::Postgres(s) = self {
+            s.close().await;
+        }
+    }
 }
 
 /// Reaches embedded SQLite.
 pub async fn sqlite() -> Result<Server, BackendError> {
     Ok(Server::Sqlite { version: format!("sqlite {}", sqlite::library_version().await?) })
+}
+
+/// Reaches PostgreSQL at `url`; a URL that reaches CockroachDB is refused
+/// (use [`cockroach`]), so a report never names the wrong product.
+pub async fn postgres(url: &str) -> Result<Server, BackendError> {
+    Ok(Server::Postgres(postgres::connect(url, postgres::Product::Postgres).await?))
+}
+
+/// Reaches CockroachDB at `url`, through the PostgreSQL backend; a URL that
+/// reaches PostgreSQL is refused (use [`postgres`]).
+pub async fn cockroach(url: &str) -> Result<Server, BackendError> {
+    Ok(Server::Postgres(postgres::connect(url, postgres::Product::Cockroach).await?))
+}
+
+/// Reaches MySQL or MariaDB at `url`; the version says which one answered
+/// (`mariadb 10.11.6`, `mysql 8.4.3`), so a MariaDB passing as `mysql` shows.
+pub async fn mysql(url: &str) -> Result<Server, BackendError> {
+    let (version, server) = mysql::connect(url).await?;
+    Ok(Server::MySql { version, server })
+}
+
+/// Reaches SQL Server at `url`, `mssql://user:password@host:port/database`
+/// (see the `mssql` backend for the form and its defaults).
+pub async fn mssql(url: &str) -> Result<Server, BackendError> {
+    let url = mssql::MssqlUrl::parse(url)?;
+    let version = mssql::server_version(&url).await?;
+    Ok(Server::Mssql { version, url })
 }

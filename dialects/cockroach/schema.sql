@@ -1,0 +1,82 @@
+-- CockroachDB: the tables, the scenario's private schema, and the session
+-- time zone. The SQL is PostgreSQL's (dialects/postgres), spoken over the
+-- same wire protocol; only what CockroachDB does differently is changed, and
+-- each difference is commented where it is made.
+--
+-- Instants are `TIMESTAMPTZ`, microsecond precision by default (CockroachDB
+-- stores nothing finer, so nothing is lost), bound and read back in the
+-- binary protocol as UTC microseconds. The traps of dialects/postgres apply
+-- here too: no `TIMESTAMP` without time zone, no reduced precision, no
+-- `now()`. And one of CockroachDB's own:
+-- * Columns are `INT8`, never bare `INT`: the `default_int_size` session
+--   setting can make `INT` mean `INT4`.
+-- Schema changes run one command at a time, each in its own implicit
+-- transaction (reapcheck splits a script at `;`): CockroachDB runs DDL as
+-- background jobs, and DDL mixed with writes in one explicit transaction can
+-- fail or be retried.
+
+-- name: create_namespace
+-- User-defined schemas exist since CockroachDB v20.2.
+CREATE SCHEMA {namespace}
+
+-- name: enter_namespace
+-- The schema alone, without `public`: an unqualified `jobs` can only be this
+-- scenario's table. (CockroachDB always searches `pg_catalog` first, as
+-- PostgreSQL does; neither has a `jobs` there.)
+SET search_path TO {namespace}
+
+-- name: drop_namespace
+DROP SCHEMA {namespace} CASCADE
+
+-- name: set_time_zone
+-- CockroachDB has set_config (bound, unlike SET). Its session variable is
+-- spelled `timezone`; the lower-case name is accepted by PostgreSQL too.
+SELECT set_config('timezone', :zone, false)
+
+-- name: schema
+CREATE TABLE jobs (
+    id            STRING PRIMARY KEY,
+    class         STRING NOT NULL,
+    queue         STRING NOT NULL DEFAULT 'default',
+    status        STRING NOT NULL,
+    attempts      INT8 NOT NULL DEFAULT 0,
+    max_retries   INT8 NOT NULL DEFAULT 3,
+    claim_timeout INT8,
+    claim_token   STRING,
+    heartbeat_at  TIMESTAMPTZ,
+    run_at        TIMESTAMPTZ NOT NULL,
+    updated_at    TIMESTAMPTZ NOT NULL,
+    failed_at     TIMESTAMPTZ,
+    completed_at  TIMESTAMPTZ,
+    last_error    STRING
+);
+CREATE INDEX jobs_reap ON jobs (status, queue);
+CREATE TABLE job_leases (
+    name       STRING PRIMARY KEY,
+    owner      STRING NOT NULL,
+    expires_at TIMESTAMPTZ NOT NULL
+);
+
+-- name: legacy_schema
+-- The table of a database that refused `ALTER TABLE jobs ADD heartbeat_at`.
+CREATE TABLE jobs (
+    id            STRING PRIMARY KEY,
+    class         STRING NOT NULL,
+    queue         STRING NOT NULL DEFAULT 'default',
+    status        STRING NOT NULL,
+    attempts      INT8 NOT NULL DEFAULT 0,
+    max_retries   INT8 NOT NULL DEFAULT 3,
+    claim_timeout INT8,
+    claim_token   STRING,
+    run_at        TIMESTAMPTZ NOT NULL,
+    updated_at    TIMESTAMPTZ NOT NULL,
+    failed_at     TIMESTAMPTZ,
+    completed_at  TIMESTAMPTZ,
+    last_error    STRING
+);
+CREATE INDEX jobs_reap ON jobs (status, queue);
+CREATE TABLE job_leases (
+    name       STRING PRIMARY KEY,
+    owner      STRING NOT NULL,
+    expires_at TIMESTAMPTZ NOT NULL
+);

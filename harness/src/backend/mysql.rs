@@ -1,0 +1,868 @@
+//! MySQL and MariaDB through sqlx; the one `mysql` dialect serves both.
+//!
+//! Instants are bound and read as `NaiveDateTime` holding UTC, for the
+//! dialect's `DATETIME(6)` columns, which no session time zone converts.
+//! Text is bound as a string and read back as bytes checked to be UTF-8: the
+//! dialect keeps keys and tokens in `VARBINARY` (see
+//! `dialects/mysql/schema.sql`), which sqlx will not decode as a `String`.
+//!
+//! Every `open()` is a new connection, so a scenario's session state (its
+//! current database, `time_zone`, `sql_mode`, prepared statements) ends
+//! with it. sqlx has no way to reset a pooled connection (no
+//! `COM_RESET_CONNECTION`), and the new connection costs about as much as
+//! the statements that would reset one by hand.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use chrono::NaiveDateTime;
+use sqlx::mysql::{MySqlArguments, MySqlConnectOptions, MySqlRow};
+use sqlx::{Arguments, ConnectOptions, Connection as _, MySqlConnection, Row};
+
+use super::error::{BackendError, BackendErrorKind};
+use crate::dialect::contract::Column;
+use crate::engine::{Kind, Value};
+use crate::time::Instant;
+
+/// How long connecting, and the login after it, may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A reachable MySQL or MariaDB server. Not `Debug`: its options hold the
+/// password.
+#[derive(Clone)]
+pub struct MySqlServer {
+    options: MySqlConnectOptions,
+    secret: Secret,
+    timeout: Duration,
+}
+
+/// One connection, private to one scenario run.
+pub struct MySqlConn {
+    conn: MySqlConnection,
+    secret: Secret,
+}
+
+/// The URL's password, as written in the URL and percent-decoded (the two
+/// forms an error message could quote), so that neither is ever shown.
+#[derive(Clone, Default)]
+struct Secret {
+    forms: Vec<String>,
+}
+
+impl Secret {
+    fn of(url: &str) -> Secret {
+        let Some(raw) = url::Url::parse(url)
+            .ok()
+            .and_then(|u| u.password().map(str::to_owned))
+        else {
+            return Secret::default();
+        };
+        let mut forms = vec![percent_decoded(&raw), raw];
+        forms.retain(|f| !f.is_empty());
+        // The longest first, so that a form containing another is replaced whole.
+        forms.sort_by_key(|f| std::cmp::Reverse(f.len()));
+        forms.dedup();
+        Secret { forms }
+    }
+
+    /// `message` with every form of the password replaced by `***`.
+    fn scrub(&self, message: &str) -> String {
+        self.forms
+            .iter()
+            .fold(message.to_owned(), |m, f| m.replace(f.as_str(), "***"))
+    }
+
+    /// A sqlx error as a backend error, without the password.
+    fn error(&self, e: sqlx::Error) -> BackendError {
+        let e = BackendError::from(e);
+        BackendError::new(e.kind, self.scrub(&e.message))
+    }
+}
+
+/// Reaches the server at `url` (`mysql://user:password@host:port/database`)
+/// and reads its product and version, such as `mariadb 10.11.6` or
+/// `mysql 8.4.3`, from `SELECT VERSION()`.
+pub async fn connect(url: &str) -> Result<(String, MySqlServer), BackendError> {
+    connect_within(url, CONNECT_TIMEOUT).await
+}
+
+async fn connect_within(
+    url: &str,
+    timeout: Duration,
+) -> Result<(String, MySqlServer), BackendError> {
+    let secret = Secret::of(url);
+    let options = MySqlConnectOptions::from_str(url).map_err(|e| secret.error(e))?;
+    let server = MySqlServer {
+        options,
+        secret,
+        timeout,
+    };
+    let mut conn = server.open().await?;
+    let version = conn.version().await;
+    conn.close().await;
+    Ok((product_version(&version?), server))
+}
+
+/// `text` with each `%XX` replaced by the byte it stands for.
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
+            .and_then(|h| std::str::from_utf8(h).ok());
+        match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+            Some(b) if bytes[i] == b'%' => {
+                out.push(b);
+                i += 3;
+            }
+            _ => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `mariadb <version>` when the server says it is MariaDB (its `VERSION()`
+/// contains `MariaDB`, as in `10.11.6-MariaDB-0+deb12u1`), else
+/// `mysql <version>`; the version is the text before the first `-`, after
+/// the `5.5.5-` some MariaDB releases put first for old clients.
+fn product_version(reported: &str) -> String {
+    let mariadb = reported.contains("MariaDB");
+    let product = if mariadb { "mariadb" } else { "mysql" };
+    let text = if mariadb {
+        reported.strip_prefix("5.5.5-").unwrap_or(reported)
+    } else {
+        reported
+    };
+    let number = text.split('-').next().unwrap_or(text);
+    format!("{product} {number}")
+}
+
+impl MySqlServer {
+    /// A new connection, with the session sqlx sets up (UTC `time_zone`,
+    /// utf8mb4) and no state of any earlier run.
+    pub async fn open(&self) -> Result<MySqlConn, BackendError> {
+        let connecting = self.options.connect();
+        let conn = match tokio::time::timeout(self.timeout, connecting).await {
+            Ok(result) => result.map_err(|e| self.secret.error(e))?,
+            Err(_) => {
+                let message = format!("no answer within {} s", self.timeout.as_secs_f64());
+                return Err(BackendError::new(BackendErrorKind::Connection, message));
+            }
+        };
+        Ok(MySqlConn {
+            conn,
+            secret: self.secret.clone(),
+        })
+    }
+}
+
+impl MySqlConn {
+    /// The server's `VERSION()` text.
+    async fn version(&mut self) -> Result<String, BackendError> {
+        // A trivial probe, the one SQL text not taken from a dialect file.
+        let row = sqlx::query("SELECT VERSION()")
+            .fetch_one(&mut self.conn)
+            .await
+            .map_err(|e| self.secret.error(e))?;
+        row.try_get(0).map_err(|e| self.secret.error(e))
+    }
+
+    /// Runs one command; returns the rows it changed (for an UPDATE, the
+    /// rows it matched: sqlx sets CLIENT_FOUND_ROWS).
+    ///
+    /// A command without parameters goes through the text protocol, because
+    /// MySQL cannot prepare some of them (`USE`); one with parameters is a
+    /// prepared statement, its values bound, never spliced into the text.
+    pub async fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, BackendError> {
+        let done = if params.is_empty() {
+            sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+                .execute(&mut self.conn)
+                .await
+        } else {
+            let args = arguments(params)?;
+            sqlx::query_with(sqlx::AssertSqlSafe(sql), args)
+                .execute(&mut self.conn)
+                .await
+        };
+        Ok(done.map_err(|e| self.secret.error(e))?.rows_affected())
+    }
+
+    /// Runs one query and decodes its rows as `columns` declare.
+    pub async fn query(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        columns: &[Column],
+    ) -> Result<Vec<Vec<Value>>, BackendError> {
+        let args = arguments(params)?;
+        let rows = sqlx::query_with(sqlx::AssertSqlSafe(sql), args)
+            .fetch_all(&mut self.conn)
+            .await
+            .map_err(|e| self.secret.error(e))?;
+        rows.iter()
+            .map(|r| decode(r, columns).map_err(|e| self.secret.error(e)))
+            .collect()
+    }
+
+    /// Closes the connection, and with it the session.
+    pub async fn close(self) {
+        let _ = self.conn.close().await;
+    }
+}
+
+/// The values as typed parameters: a NULL keeps its kind, so the server is
+/// told a DATETIME, BIGINT or string even when there is no value.
+fn arguments(params: &[Value]) -> Result<MySqlArguments, BackendError> {
+    let mut args = MySqlArguments::default();
+    for p in params {
+        let added = match p {
+            Value::Text(s) => args.add(s.clone()),
+            Value::Int(i) => args.add(*i),
+            Value::Instant(t) => args.add(utc_datetime(*t)),
+            Value::Null(Kind::Text) => args.add(None::<String>),
+            Value::Null(Kind::Int) => args.add(None::<i64>),
+            Value::Null(Kind::Instant) => args.add(None::<NaiveDateTime>),
+        };
+        added.map_err(|e| {
+            BackendError::new(BackendErrorKind::Decode, format!("cannot bind {p:?}: {e}"))
+        })?;
+    }
+    Ok(args)
+}
+
+/// The instant as the UTC date and time a `DATETIME(6)` column holds.
+fn utc_datetime(t: Instant) -> NaiveDateTime {
+    t.to_chrono().naive_utc()
+}
+
+fn decode(row: &MySqlRow, columns: &[Column]) -> Result<Vec<Value>, sqlx::Error> {
+    columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| decode_column(row, i, c.kind))
+        .collect()
+}
+
+fn decode_column(row: &MySqlRow, i: usize, kind: Kind) -> Result<Value, sqlx::Error> {
+    Ok(match kind {
+        Kind::Text => match row.try_get::<Option<Vec<u8>>, _>(i)? {
+            None => Value::Null(Kind::Text),
+            Some(bytes) => Value::Text(String::from_utf8(bytes).map_err(|e| column_error(i, e))?),
+        },
+        Kind::Int => row
+            .try_get::<Option<i64>, _>(i)?
+            .map_or(Value::Null(Kind::Int), Value::Int),
+        Kind::Instant => row
+            .try_get::<Option<NaiveDateTime>, _>(i)?
+            .map_or(Value::Null(Kind::Instant), |n| {
+                Value::Instant(Instant::from_chrono(n.and_utc()))
+            }),
+    })
+}
+
+fn column_error(index: usize, e: std::string::FromUtf8Error) -> sqlx::Error {
+    sqlx::Error::ColumnDecode {
+        index: index.to_string(),
+        source: format!("text is not UTF-8: {e}").into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Against a live server when `REAPCHECK_MARIADB_URL` is set (locally
+    //! `mysql://root@127.0.0.1:3306/test`); each such test prints
+    //! `skipped: REAPCHECK_MARIADB_URL not set` and passes when it is not.
+    //! Named zones need the server's time zone tables:
+    //! `ci/mariadb-timezones.sh` loads them.
+
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use super::*;
+    use crate::backend::Connection;
+    use crate::dialect::{Dialect, Source};
+    use crate::engine::{Call, Engine, JobRow, LeaseRow, Reply};
+    use crate::model::Model;
+    use crate::outcome::{Outcome, Status};
+    use crate::scenario::{Schema, parse_text};
+    use crate::sql::{SqlEngine, namespace_script};
+
+    const URL_VARIABLE: &str = "REAPCHECK_MARIADB_URL";
+
+    /// No zone (sqlx's UTC session), a DST zone, an offset, and a zone with
+    /// a 45-minute offset.
+    const ZONES: [Option<&str>; 4] = [
+        None,
+        Some("America/New_York"),
+        Some("+05:30"),
+        Some("Asia/Kathmandu"),
+    ];
+
+    fn live_url() -> Option<String> {
+        match std::env::var(URL_VARIABLE) {
+            Ok(url) if !url.trim().is_empty() => Some(url),
+            _ => {
+                println!("skipped: {URL_VARIABLE} not set");
+                None
+            }
+        }
+    }
+
+    fn dialect() -> Dialect {
+        Dialect::load(&Source::Embedded, "mysql")
+            .unwrap_or_else(|e| panic!("the mysql dialect does not load: {e:?}"))
+    }
+
+    async fn server(url: &str) -> MySqlServer {
+        connect(url)
+            .await
+            .unwrap_or_else(|e| panic!("cannot reach {URL_VARIABLE}: {e}"))
+            .1
+    }
+
+    /// A namespace of this process no other test uses.
+    fn namespace() -> String {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        format!(
+            "rc_mysqltest_{}_{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        )
+    }
+
+    /// A connection inside a new namespace, with the session in `zone`.
+    async fn enter(
+        server: &MySqlServer,
+        dialect: &Dialect,
+        zone: Option<&str>,
+    ) -> (Connection, String) {
+        let mut conn = Connection::MySql(server.open().await.expect("open"));
+        let ns = namespace();
+        namespace_script(&mut conn, dialect, "create_namespace", &ns)
+            .await
+            .expect("create_namespace");
+        namespace_script(&mut conn, dialect, "enter_namespace", &ns)
+            .await
+            .expect("enter_namespace");
+        if let Some(zone) = zone {
+            let mut engine = SqlEngine::new(dialect, Schema::Standard, &mut conn);
+            engine
+                .call(Call::SetTimeZone {
+                    zone: zone.to_owned(),
+                })
+                .await
+                .unwrap_or_else(|e| {
+                    panic!("set_time_zone {zone}: {e} (named zones need ci/mariadb-timezones.sh)")
+                });
+        }
+        (conn, ns)
+    }
+
+    async fn leave(mut conn: Connection, dialect: &Dialect, ns: &str) {
+        namespace_script(&mut conn, dialect, "drop_namespace", ns)
+            .await
+            .expect("drop_namespace");
+        conn.close().await;
+    }
+
+    /// The session's current database and time zone.
+    async fn session(conn: &mut MySqlConn) -> (Option<String>, String) {
+        // A trivial probe of session state, for these tests only.
+        let row = sqlx::query("SELECT DATABASE(), @@session.time_zone")
+            .fetch_one(&mut conn.conn)
+            .await
+            .expect("probe");
+        (
+            row.try_get(0).expect("database"),
+            row.try_get(1).expect("time_zone"),
+        )
+    }
+
+    fn instant(text: &str) -> Instant {
+        Instant::parse_rfc3339(text).expect("a valid instant")
+    }
+
+    /// Instants a TIMESTAMP column, a whole-second column or a session time
+    /// zone would change: microseconds, both sides of the 2038 limit, the
+    /// end of unsigned 32-bit seconds, New York's DST gap and repeated hour,
+    /// and the ends of the DATETIME range.
+    fn edge_instants() -> Vec<Instant> {
+        [
+            "2026-01-15T12:00:00.000001Z",
+            "2038-01-19T03:14:07.999999Z",
+            "2038-01-19T03:14:08.000001Z",
+            "2106-02-07T06:28:16.123456Z",
+            "2026-03-08T02:30:00.250000Z",
+            "2026-11-01T01:30:00.999999Z",
+            "1000-01-01T00:00:00.000000Z",
+            "9999-12-31T23:59:59.999999Z",
+        ]
+        .into_iter()
+        .map(instant)
+        .collect()
+    }
+
+    fn job(i: usize, at: Instant) -> JobRow {
+        JobRow {
+            id: format!("job-{i}"),
+            class: "C".into(),
+            queue: "default".into(),
+            status: Status::Processing,
+            attempts: 1,
+            max_retries: 3,
+            claim_timeout: Some(300),
+            claim_token: Some(format!("job-{i}/1")),
+            heartbeat_at: Some(at),
+            run_at: at,
+            updated_at: at,
+            failed_at: None,
+            completed_at: None,
+            last_error: None,
+        }
+    }
+
+    /// The instants read back: (heartbeat_at, run_at, updated_at) per job,
+    /// and expires_at per lease.
+    async fn read_instants(
+        engine: &mut SqlEngine<'_>,
+    ) -> (Vec<(Option<Instant>, Instant, Instant)>, Vec<Instant>) {
+        let Ok(Reply::Jobs(jobs)) = engine.call(Call::ReadJobs).await else {
+            panic!("read_jobs")
+        };
+        let Ok(Reply::Leases(leases)) = engine.call(Call::ReadLeases).await else {
+            panic!("read_leases")
+        };
+        (
+            jobs.iter()
+                .map(|j| (j.heartbeat_at, j.run_at, j.updated_at))
+                .collect(),
+            leases.iter().map(|l| l.expires_at).collect(),
+        )
+    }
+
+    #[tokio::test]
+    async fn instants_round_trip_to_the_microsecond_in_every_session_time_zone() {
+        let Some(url) = live_url() else { return };
+        let (server, dialect) = (server(&url).await, dialect());
+        let instants = edge_instants();
+        let want_jobs: Vec<_> = instants.iter().map(|t| (Some(*t), *t, *t)).collect();
+        for zone in ZONES {
+            let (mut conn, ns) = enter(&server, &dialect, zone).await;
+            let mut engine = SqlEngine::new(&dialect, Schema::Standard, &mut conn);
+            engine.call(Call::CreateSchema).await.expect("schema");
+            for (i, t) in instants.iter().enumerate() {
+                engine
+                    .call(Call::InsertJob(job(i, *t)))
+                    .await
+                    .expect("insert_job");
+                let lease = LeaseRow {
+                    name: format!("key:{i}"),
+                    owner: format!("job-{i}/1"),
+                    expires_at: *t,
+                };
+                engine
+                    .call(Call::InsertLease(lease))
+                    .await
+                    .expect("insert_lease");
+            }
+            // Read back in the zone written, then in every other zone.
+            for reader in ZONES.iter().flatten() {
+                let (jobs, leases) = read_instants(&mut engine).await;
+                assert_eq!(
+                    jobs, want_jobs,
+                    "written in {zone:?}, read after switching zones"
+                );
+                assert_eq!(
+                    leases, instants,
+                    "written in {zone:?}, read after switching zones"
+                );
+                engine
+                    .call(Call::SetTimeZone {
+                        zone: (*reader).to_owned(),
+                    })
+                    .await
+                    .expect("set_time_zone");
+            }
+            leave(conn, &dialect, &ns).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn set_time_zone_really_sets_the_session_zone() {
+        let Some(url) = live_url() else { return };
+        let (server, dialect) = (server(&url).await, dialect());
+        for zone in ZONES.iter().flatten() {
+            let (mut conn, ns) = enter(&server, &dialect, Some(zone)).await;
+            let Connection::MySql(c) = &mut conn else {
+                unreachable!()
+            };
+            assert_eq!(session(c).await, (Some(ns.clone()), (*zone).to_owned()));
+            leave(conn, &dialect, &ns).await;
+        }
+    }
+
+    #[tokio::test]
+    async fn every_open_is_a_fresh_session() {
+        let Some(url) = live_url() else { return };
+        let (server, dialect) = (server(&url).await, dialect());
+        let mut fresh = server.open().await.expect("open");
+        let pristine = session(&mut fresh).await;
+        fresh.close().await;
+        assert_eq!(pristine.1, "+00:00", "sqlx sets the session to UTC");
+        let (conn, ns) = enter(&server, &dialect, Some("Asia/Kathmandu")).await;
+        // The dirty session ends here; the next open must not inherit it.
+        conn.close().await;
+        let started = std::time::Instant::now();
+        const OPENS: u32 = 50;
+        for _ in 0..OPENS {
+            let mut next = server.open().await.expect("open");
+            assert_eq!(
+                session(&mut next).await,
+                pristine,
+                "a new connection inherited session state"
+            );
+            next.close().await;
+        }
+        let each = started.elapsed() / OPENS;
+        println!(
+            "open + probe + close: {:.2} ms each over {OPENS}",
+            each.as_secs_f64() * 1e3
+        );
+        let mut conn = Connection::MySql(server.open().await.expect("open"));
+        namespace_script(&mut conn, &dialect, "drop_namespace", &ns)
+            .await
+            .expect("drop_namespace");
+        conn.close().await;
+    }
+
+    /// Scenarios whose outcome turns on what this dialect could get wrong:
+    /// microsecond cutoffs, the strict `<`, byte-exact ids and queues,
+    /// guarded updates after a scan, repeated writes of the same value (the
+    /// affected-row count), the lease defer's ceiling, and the legacy table.
+    const SCENARIOS: &[(&str, &str)] = &[
+        (
+            "cutoffs",
+            r#"
+description: grace, claim window and the strict cutoff, to the microsecond
+classes:
+  Long: { timeout: 3600 }
+  Short: { timeout: 300 }
+  Fragile: { idempotent: false }
+jobs:
+  - { id: beat-stopped, class: Long, status: processing, attempts: 1, claimed: -70m, heartbeat: -10m }
+  - { id: beat-recent, class: Long, status: processing, attempts: 1, claimed: -70m, heartbeat: -299.999999s }
+  - { id: at-cutoff, class: Short, status: processing, attempts: 1, claimed: -600s }
+  - { id: past-cutoff, class: Short, status: processing, attempts: 1, claimed: -600.000001s }
+  - { id: no-timeout, class: Short, status: processing, attempts: 1, claim_timeout: null, claimed: -601s }
+  - { id: fragile, class: Fragile, status: processing, attempts: 1, claimed: -20m }
+  - { id: spent, class: Short, status: processing, attempts: 4, claimed: -20m }
+  - { id: floor, class: Short, status: processing, attempts: 1, claimed: -1h, heartbeat: -30s }
+steps:
+  - reap
+  - advance: 0.000001s
+  - reap
+  - set: { heartbeat_grace: 0 }
+  - advance: 5m
+  - reap
+"#,
+        ),
+        (
+            "bytes-and-races",
+            r#"
+description: ids and queues differ only by case or a trailing space; a beat after the scan wins
+classes:
+  C: {}
+jobs:
+  - { id: a, class: C, status: processing, attempts: 1, claimed: -20m, queue: mail }
+  - { id: "a ", class: C, status: processing, attempts: 1, claimed: -20m, queue: "mail " }
+  - { id: A, class: C, status: processing, attempts: 1, claimed: -20m, queue: Mail }
+  - { id: "a\t", class: C, status: processing, attempts: 1, claimed: -20m, queue: mail }
+  - { id: b, class: C, status: processing, attempts: 1, claimed: -20m, queue: mail }
+  - { id: "é", class: C, status: processing, attempts: 1, claimed: -20m, queue: mail }
+steps:
+  - scan: { queues: [mail] }
+  - heartbeat: b
+  - scan: { reaper: r2, queues: [mail] }
+  - apply: { reaper: r2 }
+  - apply
+  - complete: { job: a, attempt: a/1 }
+  - reap: { queues: [Mail, "mail "] }
+  - claim: a
+  - heartbeat: a
+  - heartbeat: a
+  - complete: a
+"#,
+        ),
+        (
+            "leases",
+            r#"
+description: a busy lease defers to the microsecond-rounded second; renewals and releases
+classes:
+  Solo: { exclusive: true, timeout: 60 }
+jobs:
+  - { id: first, class: Solo }
+  - { id: second, class: Solo }
+leases:
+  - { name: "job:Solo", owner: z/1, expires: +12.000001s }
+steps:
+  - claim: first
+  - advance: 12.000001s
+  - claim: second
+  - advance: 1s
+  - claim: second
+  - heartbeat: second
+  - heartbeat: second
+  - complete: second
+  - claim: first
+  - fail: first
+"#,
+        ),
+        (
+            "legacy",
+            r#"
+description: the legacy table, where a beat writes updated_at
+schema: legacy
+classes:
+  C: { timeout: 300 }
+jobs:
+  - { id: a, class: C }
+  - { id: old, class: C, status: processing, attempts: 1, claimed: -601s }
+steps:
+  - claim: a
+  - heartbeat: a
+  - heartbeat: a
+  - advance: 10m
+  - reap
+  - advance: 0.000001s
+  - reap
+  - fail: a
+  - advance: 1h
+  - claim: a
+  - fail: a
+"#,
+        ),
+    ];
+
+    #[tokio::test]
+    async fn scenarios_match_the_model_in_every_session_time_zone() {
+        let Some(url) = live_url() else { return };
+        let (server, dialect) = (server(&url).await, dialect());
+        for (name, yaml) in SCENARIOS {
+            let mut scenario = parse_text(yaml).unwrap_or_else(|e| panic!("{name}: {e:?}"));
+            let want = crate::driver::run(&scenario, &mut Model::new(scenario.schema), None)
+                .await
+                .expect("model");
+            assert!(
+                want.jobs.values().any(|j| j.status != Status::Processing),
+                "{name} changes nothing"
+            );
+            for zone in ZONES {
+                scenario.session_time_zone = zone.map(str::to_owned);
+                let started = std::time::Instant::now();
+                let got = run_sql(&server, &dialect, &scenario)
+                    .await
+                    .unwrap_or_else(|e| panic!("{name} in {zone:?}: {e}"));
+                println!(
+                    "{name} in {zone:?}: {:.1} ms",
+                    started.elapsed().as_secs_f64() * 1e3
+                );
+                assert_eq!(
+                    yaml_of(&got),
+                    yaml_of(&want),
+                    "{name} in {zone:?}: the database differs from the model"
+                );
+            }
+        }
+    }
+
+    /// Runs `scenario` in a namespace of its own, as the runner would.
+    async fn run_sql(
+        server: &MySqlServer,
+        dialect: &Dialect,
+        scenario: &crate::scenario::Scenario,
+    ) -> Result<Outcome, String> {
+        let (mut conn, ns) = enter(server, dialect, None).await;
+        let mut engine = SqlEngine::new(dialect, scenario.schema, &mut conn);
+        let outcome = crate::driver::run(scenario, &mut engine, None)
+            .await
+            .map_err(|e| e.to_string());
+        leave(conn, dialect, &ns).await;
+        outcome
+    }
+
+    fn yaml_of(outcome: &Outcome) -> String {
+        serde_saphyr::to_string(outcome).expect("outcomes serialize")
+    }
+
+    #[tokio::test]
+    async fn the_version_names_the_product() {
+        let Some(url) = live_url() else { return };
+        let (version, _) = connect(&url).await.expect("connect");
+        assert!(
+            version.starts_with("mariadb ") || version.starts_with("mysql "),
+            "{version}"
+        );
+        println!("reached {version}");
+    }
+
+    #[test]
+    fn product_and_version_come_from_the_version_text() {
+        assert_eq!(
+            product_version("10.11.19-MariaDB-0+deb12u1"),
+            "mariadb 10.11.19"
+        );
+        assert_eq!(product_version("11.4.2-MariaDB"), "mariadb 11.4.2");
+        assert_eq!(
+            product_version("5.5.5-10.4.7-MariaDB-1:10.4.7+maria~bionic"),
+            "mariadb 10.4.7"
+        );
+        assert_eq!(product_version("8.4.3"), "mysql 8.4.3");
+        assert_eq!(product_version("8.0.36-commercial"), "mysql 8.0.36");
+    }
+
+    #[test]
+    fn the_password_is_scrubbed_in_every_form() {
+        let secret = Secret::of("mysql://root:pa%24%24w0rd@db.example:3306/test");
+        let message = "login pa$$w0rd failed; url mysql://root:pa%24%24w0rd@db.example/test";
+        let scrubbed = secret.scrub(message);
+        assert!(
+            !scrubbed.contains("pa$$w0rd") && !scrubbed.contains("pa%24%24w0rd"),
+            "{scrubbed}"
+        );
+        assert_eq!(
+            scrubbed,
+            "login *** failed; url mysql://root:***@db.example/test"
+        );
+        assert_eq!(
+            Secret::of("mysql://root@db/test").scrub("root@db"),
+            "root@db"
+        );
+        assert_eq!(percent_decoded("a%2Bb%zz%4"), "a+b%zz%4");
+    }
+
+    #[tokio::test]
+    async fn connecting_fails_in_bounded_time_without_the_password() {
+        // Something listening that never says hello: only the timeout ends it.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let silent = format!("mysql://root:hunter2-secret@127.0.0.1:{port}/test");
+        let started = std::time::Instant::now();
+        let Err(e) = connect_within(&silent, Duration::from_millis(300)).await else {
+            panic!("connected to nothing")
+        };
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "took {:?}",
+            started.elapsed()
+        );
+        assert_eq!(e.kind, BackendErrorKind::Connection, "{e}");
+        assert!(!e.message.contains("hunter2"), "{e}");
+        drop(listener);
+        // A refused port, and (with a server) a wrong password.
+        let Err(e) = connect("mysql://root:hunter2-secret@127.0.0.1:1/test").await else {
+            panic!("port 1 answered")
+        };
+        assert!(!e.message.contains("hunter2"), "{e}");
+        let Some(url) = live_url() else { return };
+        let mut wrong = url::Url::parse(&url).expect("a URL");
+        wrong
+            .set_password(Some("hunter2-secret"))
+            .expect("settable");
+        let Err(e) = connect(wrong.as_str()).await else {
+            panic!("the server took a wrong password")
+        };
+        assert_eq!(e.kind, BackendErrorKind::Database, "{e}");
+        assert!(!e.message.contains("hunter2"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod scratch {
+    use super::*;
+    use crate::backend::Connection;
+    use crate::dialect::{Dialect, Source};
+    use crate::engine::{Call, Engine, JobRow, Reply};
+    use crate::outcome::Status;
+    use crate::scenario::Schema;
+    use crate::sql::{SqlEngine, namespace_script};
+
+    #[tokio::test]
+    async fn pool_timing_and_statement_cache() {
+        let url = std::env::var("REAPCHECK_MARIADB_URL").unwrap();
+        let opts = MySqlConnectOptions::from_str(&url).unwrap();
+        let pool = sqlx::mysql::MySqlPoolOptions::new().max_connections(1).connect_with(opts.clone()).await.unwrap();
+        let t = std::time::Instant::now();
+        for _ in 0..50 {
+            let mut c = pool.acquire().await.unwrap();
+            sqlx::raw_sql("SET time_zone = '+00:00'").execute(&mut *c).await.unwrap();
+            sqlx::raw_sql("USE test").execute(&mut *c).await.unwrap();
+            let _ = sqlx::query("SELECT DATABASE(), @@session.time_zone").fetch_one(&mut *c).await.unwrap();
+        }
+        println!("pool acquire + reset + probe: {:.3} ms", t.elapsed().as_secs_f64() * 1e3 / 50.0);
+        let t = std::time::Instant::now();
+        for _ in 0..50 {
+            let mut c = opts.connect().await.unwrap();
+            let _ = sqlx::query("SELECT DATABASE(), @@session.time_zone").fetch_one(&mut c).await.unwrap();
+            c.close().await.unwrap();
+        }
+        println!("fresh connect + probe + close: {:.3} ms", t.elapsed().as_secs_f64() * 1e3 / 50.0);
+        let t = std::time::Instant::now();
+        for _ in 0..50 {
+            let c = opts.connect().await.unwrap();
+            c.close().await.unwrap();
+        }
+        println!("fresh connect + close: {:.3} ms", t.elapsed().as_secs_f64() * 1e3 / 50.0);
+        // Statement cache across namespaces on one connection.
+        let dialect = Dialect::load(&Source::Embedded, "mysql").unwrap();
+        let server = connect(&url).await.unwrap().1;
+        let mut conn = Connection::MySql(server.open().await.unwrap());
+        let row = |id: &str| JobRow { id: id.into(), class: "C".into(), queue: "q".into(), status: Status::Pending, attempts: 0, max_retries: 3, claim_timeout: None, claim_token: None, heartbeat_at: None, run_at: Instant::from_unix_micros(0), updated_at: Instant::from_unix_micros(0), failed_at: None, completed_at: None, last_error: None };
+        for ns in ["rc_scratch_one", "rc_scratch_two"] {
+            namespace_script(&mut conn, &dialect, "create_namespace", ns).await.unwrap();
+            namespace_script(&mut conn, &dialect, "enter_namespace", ns).await.unwrap();
+            let mut e = SqlEngine::new(&dialect, Schema::Standard, &mut conn);
+            e.call(Call::CreateSchema).await.unwrap();
+            e.call(Call::InsertJob(row(ns))).await.unwrap();
+            let Reply::Jobs(j) = e.call(Call::ReadJobs).await.unwrap() else { panic!() };
+            println!("in {ns}: {:?}", j.iter().map(|j| j.id.clone()).collect::<Vec<_>>());
+        }
+        for ns in ["rc_scratch_one", "rc_scratch_two"] {
+            namespace_script(&mut conn, &dialect, "drop_namespace", ns).await.unwrap();
+        }
+    }
+
+    #[tokio::test]
+    async fn all_repo_scenarios() {
+        let url = std::env::var("REAPCHECK_MARIADB_URL").unwrap();
+        let dialect = Dialect::load(&Source::Embedded, "mysql").unwrap();
+        let server = connect(&url).await.unwrap().1;
+        let loaded = crate::scenario::load_dir(std::path::Path::new("../scenarios"), &[]).unwrap();
+        let mut total = std::time::Duration::ZERO;
+        for l in &loaded {
+            let want = crate::driver::run(&l.scenario, &mut crate::model::Model::new(l.scenario.schema), None).await.unwrap();
+            let t = std::time::Instant::now();
+            let mut conn = Connection::MySql(server.open().await.unwrap());
+            let ns = format!("rc_scratch_{}", l.name.replace(|c: char| !c.is_ascii_alphanumeric(), "_").to_lowercase());
+            namespace_script(&mut conn, &dialect, "create_namespace", &ns).await.unwrap();
+            namespace_script(&mut conn, &dialect, "enter_namespace", &ns).await.unwrap();
+            let mut e = SqlEngine::new(&dialect, l.scenario.schema, &mut conn);
+            let got = crate::driver::run(&l.scenario, &mut e, None).await;
+            namespace_script(&mut conn, &dialect, "drop_namespace", &ns).await.unwrap();
+            conn.close().await;
+            total += t.elapsed();
+            match got {
+                Ok(g) if g == want => println!("same {}", l.name),
+                Ok(_) => println!("DIFF {}", l.name),
+                Err(e) => println!("ERR {}: {e}", l.name),
+            }
+        }
+        println!("{} scenarios, {:.1} ms each", loaded.len(), total.as_secs_f64() * 1e3 / loaded.len() as f64);
+    }
+}
