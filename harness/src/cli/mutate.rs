@@ -4,6 +4,8 @@
 
 use std::process::ExitCode;
 
+use futures_util::{StreamExt, stream};
+
 use reapcheck::backend::Server;
 use reapcheck::dialect::Dialect;
 use reapcheck::mutate::{MUTANTS, Mutant, apply};
@@ -16,6 +18,9 @@ use reapcheck::target::Target;
 use super::inputs::report;
 use super::run::parse_targets;
 use super::{EXIT_FAILED, EXIT_INVALID, Inputs};
+
+/// Scenario runs in flight at once on one target.
+const CONCURRENT_RUNS: usize = 4;
 
 /// Arguments of `mutate`.
 #[derive(clap::Args, Debug)]
@@ -115,7 +120,8 @@ fn print_mutant(m: &Mutant, by: &[String]) {
     }
 }
 
-/// The scenarios whose outcome on `dialect` differs from the model's.
+/// The scenarios whose outcome on `dialect` differs from the model's, run
+/// a few at a time (each in its own namespace).
 async fn killers(
     target: Target,
     server: &Server,
@@ -123,18 +129,16 @@ async fn killers(
     scenarios: &[LoadedScenario],
     models: &[ModelRun],
 ) -> Vec<String> {
-    let mut by = Vec::new();
-    for (s, model) in scenarios.iter().zip(models) {
-        if s.scenario.divergence.keys().any(|t| t.as_str() == target.name()) {
-            continue;
-        }
-        let differs = match runner::run_on(server, dialect, s).await {
-            Ok(outcome) => snapshot::normalize(&outcome.to_yaml()) != model.yaml,
-            Err(_) => true,
-        };
-        if differs {
-            by.push(s.name.clone());
-        }
-    }
-    by
+    let runs = scenarios
+        .iter()
+        .zip(models)
+        .filter(|(s, _)| !s.scenario.divergence.keys().any(|t| t.as_str() == target.name()))
+        .map(|(s, model)| async move {
+            let differs = match runner::run_on(server, dialect, s).await {
+                Ok(outcome) => snapshot::normalize(&outcome.to_yaml()) != model.yaml,
+                Err(_) => true,
+            };
+            differs.then(|| s.name.clone())
+        });
+    stream::iter(runs).buffered(CONCURRENT_RUNS).filter_map(|k| async move { k }).collect().await
 }
