@@ -27,8 +27,10 @@ UPDATE job_leases SET owner = :token, expires_at = :expires_at, row_version = ro
 -- The ceiling is integer arithmetic: DIV truncates toward zero, so for a
 -- positive left (left + 999999) DIV 1000000 is its ceiling, and a left <= 0
 -- gives <= 0, which GREATEST(1, ...) lifts to one second. Not CEIL(left /
--- 1000000): `/` gives a DECIMAL with div_precision_increment (4) extra
--- digits, so 1.000001 s becomes 1.0000 and its ceiling 1 instead of 2.
+-- 1000000): `/` makes a DECIMAL whose shown scale is div_precision_increment
+-- (4 by default: 12000001 / 1000000 shows as 12.0000). MariaDB 10.11 keeps
+-- more digits inside the expression, so its CEIL still gives 13, but the
+-- integer form is exact without depending on how either server does it.
 -- A missing lease counts as left = 0 (one second), as in the model, instead
 -- of a NULL that GREATEST would pass on to run_at.
 UPDATE jobs

@@ -4,11 +4,12 @@
 -- staleness), so a row that beat, finished or was re-claimed after the scan
 -- is left alone.
 --
--- `CAST(:now AS DATETIME(6))` before interval arithmetic: the result of
--- `? - INTERVAL 30 SECOND` takes its type and fractional digits from how
--- the server types the parameter (MySQL 8.0.22+ derives parameter types
--- when it prepares the statement), and anything but DATETIME(6) could lose
--- the microseconds. The cast fixes it to DATETIME(6) on both servers.
+-- `CAST(:now AS DATETIME(6))` before interval arithmetic: the type and
+-- fractional digits of `? - INTERVAL 30 SECOND` follow how the server types
+-- the parameter, which differs (MariaDB types it from the bound value when
+-- it executes; MySQL 8.0.22+ derives parameter types when it prepares the
+-- statement), and a type without six fractional digits would drop the
+-- microseconds. The cast makes it DATETIME(6) on both servers.
 --
 -- The queue filter: :queues is the queue names joined by commas (a queue
 -- name may not hold a comma; scenarios refuse one). FIND_IN_SET compares
