@@ -58,7 +58,11 @@ pub fn parse_file(name: &str, path: &Path) -> Result<LoadedScenario, Vec<Scenari
 /// Parses scenario YAML; on error, the position and a message followed by
 /// the offending source lines.
 pub fn parse_text(text: &str) -> Result<Scenario, (Option<Position>, String)> {
-    serde_saphyr::from_str::<Scenario>(text).map_err(|e| {
+    // YAML 1.1 reads `y`, `n`, `on`, `off`, `yes` and `no` as booleans, so a
+    // job called `y` would silently become `true`; only `true` and `false` are.
+    let mut options = serde_saphyr::Options::default();
+    options.strict_booleans = true;
+    serde_saphyr::from_str_with_options::<Scenario>(text, options).map_err(|e| {
         let position = e.location().filter(|l| l.line() > 0).map(|l| Position { line: l.line(), column: l.column() });
         let core = DefaultMessageFormatter.format_message(e.without_snippet()).escape_debug().to_string();
         // The rendered error opens with its own location line; keep only the
@@ -87,4 +91,40 @@ pub fn load_dir(root: &Path, filters: &[String]) -> Result<Vec<LoadedScenario>, 
         }
     }
     if errors.is_empty() { Ok(loaded) } else { Err(errors) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Step;
+
+    const BASE: &str = "description: x\nclasses: { C: {} }\njobs:\n  - { id: y, class: C }\n  - { id: 7, class: C }\n";
+
+    #[test]
+    fn job_ids_that_look_like_booleans_or_numbers_stay_names() {
+        let s = parse_text(&format!("{BASE}steps:\n  - claim: y\n  - claim: 7\n")).unwrap();
+        let jobs: Vec<&str> = s
+            .steps
+            .iter()
+            .map(|step| match step.value() {
+                Step::Claim(c) => c.job.as_str(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(jobs, ["y", "7"]);
+    }
+
+    #[test]
+    fn a_wrong_type_is_an_error_at_its_position() {
+        let (position, message) = parse_text(&format!("{BASE}steps: []\nsettings: {{ heartbeat_grace: soon }}\n")).unwrap_err();
+        assert_eq!(position, Some(Position { line: 7, column: 30 }), "{message}");
+        let (position, message) = parse_text("description: x\nclasses: { C: { idempotent: yes } }\nsteps: []\n").unwrap_err();
+        assert_eq!(position.map(|p| p.line), Some(2), "{message}");
+    }
+
+    #[test]
+    fn duplicate_keys_are_errors() {
+        let (position, _) = parse_text("description: x\ndescription: y\nsteps: []\n").unwrap_err();
+        assert_eq!(position.map(|p| p.line), Some(2));
+    }
 }

@@ -88,6 +88,13 @@ impl<'de, H: Deserialize<'de>> Deserialize<'de> for Either<H> {
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Either<H>, E> {
                 Ok(Either::Name(v.to_owned()))
             }
+            // A plain `claim: 7` names job `7`, as `id: 7` does.
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Either<H>, E> {
+                Ok(Either::Name(v.to_string()))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Either<H>, E> {
+                Ok(Either::Name(v.to_string()))
+            }
             fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Either<H>, A::Error> {
                 H::deserialize(MapAccessDeserializer::new(map)).map(Either::Map)
             }

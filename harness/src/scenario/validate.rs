@@ -169,6 +169,46 @@ fn join<I: IntoIterator<Item = S>, S: std::fmt::Display>(items: I) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::parse_text;
+
+    fn problems(yaml: &str) -> Vec<String> {
+        let s = parse_text(yaml).unwrap_or_else(|e| panic!("{e:?}"));
+        validate(&s).into_iter().map(|(p, k)| format!("{}: {k}", p.map_or("-".into(), |p| p.to_string()))).collect()
+    }
+
+    #[test]
+    fn every_problem_is_reported_with_its_position() {
+        let found = problems(
+            "description: x\nclasses: { C: {} }\njobs:\n  - { id: a, class: C }\n  - { id: a, class: D }\n\
+             steps:\n  - claim: { job: a, as: a/2 }\n  - heartbeat: { job: a, attempt: b/1 }\n  - complete: z\n",
+        );
+        assert_eq!(
+            found,
+            vec![
+                "5:11: duplicate job id `a`: give each job its own id",
+                "5:21: unknown class `D`: declare it under `classes` (declared: `C`)",
+                "7:26: attempt label `a/2` is already used for this job: choose another",
+                "8:35: unknown attempt `b/1` of job `a`: use `a/<n>` or a label given with `as:` on a claim of `a`",
+                "9:15: unknown job `z`: the jobs are `a`",
+            ]
+        );
+    }
+
+    #[test]
+    fn legacy_heartbeats_queues_zones_targets_and_expect_lengths_are_checked() {
+        let found = problems(
+            "description: x\nschema: legacy\nsession_time_zone: Mars Base\nclasses: { C: {} }\n\
+             jobs:\n  - { id: a, class: C, queue: 'x,y', heartbeat: -1m }\nsteps:\n  - reap: { queues: [] }\n\
+             expect: { steps: [] }\ndivergence: { oracle: why }\n",
+        );
+        assert!(found.iter().any(|f| f.contains("legacy schema has no `heartbeat_at`")), "{found:?}");
+        assert!(found.iter().any(|f| f.contains("invalid queue `x,y`")), "{found:?}");
+        assert!(found.iter().any(|f| f.contains("`queues` is empty")), "{found:?}");
+        assert!(found.iter().any(|f| f.contains("invalid session_time_zone `Mars Base`")), "{found:?}");
+        assert!(found.iter().any(|f| f.contains("unknown target `oracle`")), "{found:?}");
+        assert!(found.iter().any(|f| f.contains("expect.steps has 0 entries but the scenario has 1 steps")), "{found:?}");
+        assert_eq!(found.len(), 6, "{found:?}");
+    }
 
     #[test]
     fn recognises_zone_names_and_offsets() {
