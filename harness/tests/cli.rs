@@ -9,12 +9,17 @@ fn root() -> PathBuf {
 }
 
 fn reapcheck(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_reapcheck"))
-        .args(args)
-        .current_dir(root())
-        .env_remove("REAPCHECK_REQUIRE")
-        .output()
-        .expect("the binary runs")
+    reapcheck_with(args, &[])
+}
+
+/// Runs the binary with no target configured but `env`.
+fn reapcheck_with(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_reapcheck"));
+    cmd.args(args).current_dir(root()).env_remove("REAPCHECK_REQUIRE");
+    for t in reapcheck::target::Target::ALL {
+        cmd.env_remove(t.url_variable());
+    }
+    cmd.envs(env.iter().copied()).output().expect("the binary runs")
 }
 
 fn stdout(o: &Output) -> String {
@@ -196,4 +201,31 @@ fn explain_shows_each_candidates_reasoning() {
     assert!(out.contains("candidate stale: last_seen 2026-01-15T09:59:00Z (-2h1m), has_beat 0, grace 300s"), "{out}");
     assert!(out.contains("window 7200s, cutoff 2026-01-15T10:00:00Z (-2h)"), "{out}");
     assert!(out.contains("apply stale: reclaimed"), "{out}");
+}
+
+#[test]
+fn an_unreachable_server_is_one_line_without_its_password_and_others_still_run() {
+    let url = "postgres://app:s3cret-pw@127.0.0.1:1/test";
+    let o = reapcheck_with(&["run", "--db", "postgres,sqlite", "grace/"], &[("REAPCHECK_POSTGRES_URL", url)]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(!out.contains("s3cret") && !stderr(&o).contains("s3cret"), "a password was printed: {out}");
+    let fail: Vec<&str> = out.lines().filter(|l| l.starts_with("FAIL")).collect();
+    assert_eq!(fail.len(), 1, "{out}");
+    assert!(fail[0].contains("postgres") && fail[0].contains("127.0.0.1:1") && fail[0].contains("app:***@"), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("ok ") && l.contains("on sqlite")), "sqlite still ran: {out}");
+}
+
+#[test]
+fn targets_without_a_server_are_skipped_with_a_reason_unless_required() {
+    let o = reapcheck(&["run", "--db", "sqlite,mssql", "grace/recent-beat"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("skipped: mssql (1 scenarios): no REAPCHECK_MSSQL_URL"), "{out}");
+    assert!(out.ends_with("2 passed, 0 failed, 1 skipped\n"), "{out}");
+    let o = reapcheck_with(&["run", "--db", "sqlite,mssql", "grace/recent-beat"], &[("REAPCHECK_REQUIRE", "mssql")]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("FAIL     mssql (required by REAPCHECK_REQUIRE)"), "{out}");
+    assert!(out.ends_with("2 passed, 1 failed, 0 skipped\n"), "{out}");
 }
