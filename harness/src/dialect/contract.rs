@@ -306,4 +306,19 @@ mod tests {
         assert!(spec("nope").is_none());
         assert_eq!(required_names().filter(|n| n.starts_with("legacy_")).count(), 9);
     }
+
+    #[test]
+    fn architecture_md_lists_every_statement_with_its_parameters() {
+        let doc = include_str!("../../../ARCHITECTURE.md");
+        for s in CONTRACT {
+            let row = doc
+                .lines()
+                .find(|l| l.starts_with(&format!("| `{}`", s.name)))
+                .unwrap_or_else(|| panic!("ARCHITECTURE.md has no row for `{}`", s.name));
+            for p in s.params {
+                assert!(row.contains(&format!(":{p}")), "ARCHITECTURE.md's `{}` row lacks :{p}", s.name);
+            }
+            assert_eq!(row.contains("(+ `legacy_`)"), s.has_legacy, "legacy marker of `{}`", s.name);
+        }
+    }
 }
