@@ -8,7 +8,9 @@
 use std::collections::BTreeMap;
 
 use crate::engine::{Call, Candidate, Engine, EngineError, EngineErrorKind, JobRow, LeaseRow, ReapGuard, Reply};
-use crate::outcome::{ClaimResult, FailureEvent, JobOutcome, LastError, LeaseOutcome, Outcome, StepResult, WorkerResult};
+use crate::outcome::{
+    ClaimResult, FailureEvent, JobOutcome, LastError, LeaseOutcome, Outcome, StepResult, WorkerResult,
+};
 use crate::rules::{self, AppClass, ReapAction};
 use crate::scenario::{AttemptRef, DEFAULT_REAPER, Job, Scenario, Step};
 use crate::time::{Duration, Instant};
@@ -137,8 +139,11 @@ impl<'a, E: Engine> Driver<'a, E> {
             self.call(Call::InsertJob(row)).await?;
         }
         for lease in &self.scenario.leases {
-            let row =
-                LeaseRow { name: lease.name.clone(), owner: lease.owner.clone(), expires_at: lease.expires.resolve(now) };
+            let row = LeaseRow {
+                name: lease.name.clone(),
+                owner: lease.owner.clone(),
+                expires_at: lease.expires.resolve(now),
+            };
             self.call(Call::InsertLease(row)).await?;
         }
         Ok(())
@@ -162,7 +167,9 @@ impl<'a, E: Engine> Driver<'a, E> {
                 let (at, planned) = self.reapers.remove(reaper).unwrap_or((self.now, Vec::new()));
                 StepResult::Apply(self.apply(at, planned).await?)
             }
-            Step::Claim(c) => StepResult::Claim(self.claim(c.job.as_str(), c.label.as_ref().map(|l| l.to_string())).await?),
+            Step::Claim(c) => {
+                StepResult::Claim(self.claim(c.job.as_str(), c.label.as_ref().map(|l| l.to_string())).await?)
+            }
             Step::Heartbeat(r) => StepResult::Heartbeat(self.heartbeat(r).await?),
             Step::Complete(r) => {
                 let (result, lost) = self.complete(r).await?;
@@ -227,7 +234,8 @@ impl<'a, E: Engine> Driver<'a, E> {
                 cutoff.since(self.now),
                 match action {
                     ReapAction::Interrupt => "interrupted (not idempotent)".to_owned(),
-                    ReapAction::Retry { delay } => format!("retry in {delay}s (attempt {} <= {})", c.attempts, c.max_retries),
+                    ReapAction::Retry { delay } =>
+                        format!("retry in {delay}s (attempt {} <= {})", c.attempts, c.max_retries),
                     ReapAction::Fail => format!("failed (attempt {} > {})", c.attempts, c.max_retries),
                 },
             ));
@@ -242,7 +250,9 @@ impl<'a, E: Engine> Driver<'a, E> {
             let (id, attempts) = (guard.id.clone(), guard.attempts);
             let call = match action {
                 ReapAction::Interrupt => Call::ReapInterrupt { guard, now: at },
-                ReapAction::Retry { delay } => Call::ReapRetry { guard, now: at, run_at: at + Duration::from_secs(delay) },
+                ReapAction::Retry { delay } => {
+                    Call::ReapRetry { guard, now: at, run_at: at + Duration::from_secs(delay) }
+                }
                 ReapAction::Fail => Call::ReapFail { guard, now: at },
             };
             let n = self.changed(call).await?;
@@ -252,7 +262,12 @@ impl<'a, E: Engine> Driver<'a, E> {
             ));
             count += n;
             if n > 0 && !matches!(action, ReapAction::Retry { .. }) {
-                self.events.push(FailureEvent { job: id, attempt: attempts, is_final: true, error: LastError::Timeout });
+                self.events.push(FailureEvent {
+                    job: id,
+                    attempt: attempts,
+                    is_final: true,
+                    error: LastError::Timeout,
+                });
             }
         }
         Ok(count)
@@ -321,11 +336,12 @@ impl<'a, E: Engine> Driver<'a, E> {
     async fn fail(&mut self, r: &AttemptRef) -> Result<(WorkerResult, bool), EngineError> {
         let Some(token) = self.token(r) else { return Ok((WorkerResult::Fenced, false)) };
         let (id, now) = (r.job.to_string(), self.now);
-        let (attempts, max_retries) = match self.call(Call::ReadAttempt { id: id.clone(), token: token.clone() }).await? {
-            Reply::Attempt(Some(a)) => a,
-            Reply::Attempt(None) => return Ok((WorkerResult::Fenced, false)),
-            other => return Err(unexpected("the attempt's counters", other)),
-        };
+        let (attempts, max_retries) =
+            match self.call(Call::ReadAttempt { id: id.clone(), token: token.clone() }).await? {
+                Reply::Attempt(Some(a)) => a,
+                Reply::Attempt(None) => return Ok((WorkerResult::Fenced, false)),
+                other => return Err(unexpected("the attempt's counters", other)),
+            };
         let is_final = attempts > max_retries;
         let call = if is_final {
             Call::FailFinal { id: id.clone(), token: token.clone(), attempts, now }

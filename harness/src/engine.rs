@@ -108,41 +108,104 @@ pub struct ReapGuard {
 #[allow(missing_docs)]
 pub enum Call {
     /// Sets the connection's time zone (a no-op where the store has none).
-    SetTimeZone { zone: String },
+    SetTimeZone {
+        zone: String,
+    },
     /// Creates the tables.
     CreateSchema,
     InsertJob(JobRow),
     InsertLease(LeaseRow),
     /// `pending` and due -> `processing`, attempts + 1, heartbeat cleared.
-    Claim { id: String, token: String, claim_timeout: i64, now: Instant },
+    Claim {
+        id: String,
+        token: String,
+        claim_timeout: i64,
+        now: Instant,
+    },
     /// `heartbeat_at = now` (legacy: `updated_at`) for the live attempt.
-    Heartbeat { id: String, token: String, now: Instant },
+    Heartbeat {
+        id: String,
+        token: String,
+        now: Instant,
+    },
     /// `completed` for the live attempt.
-    Complete { id: String, token: String, now: Instant },
+    Complete {
+        id: String,
+        token: String,
+        now: Instant,
+    },
     /// The live attempt's `attempts` and `max_retries`.
-    ReadAttempt { id: String, token: String },
+    ReadAttempt {
+        id: String,
+        token: String,
+    },
     /// The worker's failure with retries left.
-    FailRetry { id: String, token: String, attempts: i64, now: Instant, run_at: Instant },
+    FailRetry {
+        id: String,
+        token: String,
+        attempts: i64,
+        now: Instant,
+        run_at: Instant,
+    },
     /// The worker's failure with none left.
-    FailFinal { id: String, token: String, attempts: i64, now: Instant },
+    FailFinal {
+        id: String,
+        token: String,
+        attempts: i64,
+        now: Instant,
+    },
     /// The reaper's scan: `processing` rows silent past the 30 s floor.
-    ReapScan { now: Instant, queues: Option<Vec<String>> },
+    ReapScan {
+        now: Instant,
+        queues: Option<Vec<String>>,
+    },
     /// Guarded: back to `pending`.
-    ReapRetry { guard: ReapGuard, now: Instant, run_at: Instant },
+    ReapRetry {
+        guard: ReapGuard,
+        now: Instant,
+        run_at: Instant,
+    },
     /// Guarded: `interrupted`.
-    ReapInterrupt { guard: ReapGuard, now: Instant },
+    ReapInterrupt {
+        guard: ReapGuard,
+        now: Instant,
+    },
     /// Guarded: `failed`.
-    ReapFail { guard: ReapGuard, now: Instant },
+    ReapFail {
+        guard: ReapGuard,
+        now: Instant,
+    },
     /// Insert the lease if nobody holds it.
-    LeaseAcquire { name: String, token: String, expires_at: Instant },
+    LeaseAcquire {
+        name: String,
+        token: String,
+        expires_at: Instant,
+    },
     /// Take the lease over if it expired before `now`.
-    LeaseTakeover { name: String, token: String, now: Instant, expires_at: Instant },
+    LeaseTakeover {
+        name: String,
+        token: String,
+        now: Instant,
+        expires_at: Instant,
+    },
     /// Give the claim back until the busy lease lapses.
-    LeaseDefer { id: String, token: String, name: String, now: Instant },
+    LeaseDefer {
+        id: String,
+        token: String,
+        name: String,
+        now: Instant,
+    },
     /// Extend the attempt's own lease.
-    LeaseRenew { name: String, token: String, expires_at: Instant },
+    LeaseRenew {
+        name: String,
+        token: String,
+        expires_at: Instant,
+    },
     /// Delete the attempt's own lease.
-    LeaseRelease { name: String, token: String },
+    LeaseRelease {
+        name: String,
+        token: String,
+    },
     /// Every job row.
     ReadJobs,
     /// Every lease row.

@@ -109,13 +109,15 @@ mod tests {
 
     #[test]
     fn matching_keys_pass_and_absent_keys_match_anything() {
-        let e = expect("steps: [ { reap: 1 }, null ]\njobs:\n  a: { status: pending, run_at: +4s, claim_token: null }\n");
+        let e =
+            expect("steps: [ { reap: 1 }, null ]\njobs:\n  a: { status: pending, run_at: +4s, claim_token: null }\n");
         assert_eq!(mismatches(&e, &outcome()), Vec::<String>::new());
     }
 
     #[test]
     fn each_difference_is_named_by_its_path() {
-        let e = expect("steps: [ { reap: 0 }, null ]\njobs:\n  a: { status: failed, run_at: +5s }\n  b: { attempts: 1 }\n");
+        let e =
+            expect("steps: [ { reap: 0 }, null ]\njobs:\n  a: { status: failed, run_at: +5s }\n  b: { attempts: 1 }\n");
         assert_eq!(
             mismatches(&e, &outcome()),
             vec![

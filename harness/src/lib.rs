@@ -6,24 +6,24 @@
 //! [`outcome`], and all of them must equal the scenario's committed snapshot
 //! ([`snapshot`]). [`runner`] ties these together for the CLI and the tests.
 
-pub mod driver;
-pub mod engine;
-pub mod model;
-pub mod outcome;
-pub mod rules;
-pub mod scenario;
-pub mod target;
-pub mod time;
 pub mod backend;
-pub mod dialect;
-pub mod sql;
-pub mod diff;
-pub mod expect;
-pub mod reach;
-pub mod redact;
-pub mod runner;
-pub mod snapshot;
-pub mod mutate;
-pub mod report;
 #[cfg(feature = "containers")]
 pub mod containers;
+pub mod dialect;
+pub mod diff;
+pub mod driver;
+pub mod engine;
+pub mod expect;
+pub mod model;
+pub mod mutate;
+pub mod outcome;
+pub mod reach;
+pub mod redact;
+pub mod report;
+pub mod rules;
+pub mod runner;
+pub mod scenario;
+pub mod snapshot;
+pub mod sql;
+pub mod target;
+pub mod time;

@@ -34,9 +34,7 @@ impl Model {
 
     /// The row of the live attempt `token` of job `id`, if it is live.
     fn live(&mut self, id: &str, token: &str) -> Option<&mut JobRow> {
-        self.jobs
-            .get_mut(id)
-            .filter(|r| r.status == Status::Processing && r.claim_token.as_deref() == Some(token))
+        self.jobs.get_mut(id).filter(|r| r.status == Status::Processing && r.claim_token.as_deref() == Some(token))
     }
 
     /// The row a reap UPDATE may change: still processing, still the scanned
@@ -62,16 +60,16 @@ impl Model {
                 self.leases.insert(lease.name.clone(), lease);
                 Reply::Done
             }
-            Call::Claim { id, token, claim_timeout, now } => changed(
-                self.jobs.get_mut(&id).filter(|r| r.status == Status::Pending && r.run_at <= now).map(|r| {
+            Call::Claim { id, token, claim_timeout, now } => {
+                changed(self.jobs.get_mut(&id).filter(|r| r.status == Status::Pending && r.run_at <= now).map(|r| {
                     r.status = Status::Processing;
                     r.attempts += 1;
                     r.updated_at = now;
                     r.claim_timeout = Some(claim_timeout);
                     r.heartbeat_at = None;
                     r.claim_token = Some(token);
-                }),
-            ),
+                }))
+            }
             Call::Heartbeat { id, token, now } => {
                 let schema = self.schema;
                 changed(self.live(&id, &token).map(|r| match schema {
@@ -85,7 +83,9 @@ impl Model {
                 r.updated_at = now;
                 r.claim_token = None;
             })),
-            Call::ReadAttempt { id, token } => Reply::Attempt(self.live(&id, &token).map(|r| (r.attempts, r.max_retries))),
+            Call::ReadAttempt { id, token } => {
+                Reply::Attempt(self.live(&id, &token).map(|r| (r.attempts, r.max_retries)))
+            }
             Call::FailRetry { id, token, attempts, now, run_at } => {
                 changed(self.live(&id, &token).filter(|r| r.attempts == attempts).map(|r| {
                     r.status = Status::Pending;
@@ -234,7 +234,12 @@ mod tests {
     fn scan_uses_the_last_beat_over_the_claim_and_a_strict_floor() {
         let mut m = model(
             Schema::Standard,
-            vec![processing("beat-recently", -600, Some(-10)), processing("beat-long-ago", 0, Some(-600)), processing("never", -31, None), processing("edge", -30, None)],
+            vec![
+                processing("beat-recently", -600, Some(-10)),
+                processing("beat-long-ago", 0, Some(-600)),
+                processing("never", -31, None),
+                processing("edge", -30, None),
+            ],
         );
         assert_eq!(scan(&mut m, 0), vec![("beat-long-ago".into(), true), ("never".into(), false)]);
     }
@@ -288,7 +293,8 @@ mod tests {
         let acquire = |token: &str| Call::LeaseAcquire { name: "L".into(), token: token.into(), expires_at: at(100) };
         assert_eq!(m.answer(acquire("x")), Reply::Changed(1));
         assert_eq!(m.answer(acquire("y")), Reply::Changed(0));
-        let takeover = |now| Call::LeaseTakeover { name: "L".into(), token: "y".into(), now: at(now), expires_at: at(500) };
+        let takeover =
+            |now| Call::LeaseTakeover { name: "L".into(), token: "y".into(), now: at(now), expires_at: at(500) };
         assert_eq!(m.answer(takeover(100)), Reply::Changed(0));
         assert_eq!(m.answer(takeover(101)), Reply::Changed(1));
         assert_eq!(m.answer(Call::LeaseRelease { name: "L".into(), token: "x".into() }), Reply::Changed(0));
@@ -299,7 +305,11 @@ mod tests {
     #[test]
     fn defer_gives_the_attempt_back_until_the_lease_lapses() {
         let mut m = model(Schema::Standard, vec![processing("a", 0, None)]);
-        m.answer(Call::InsertLease(LeaseRow { name: "L".into(), owner: "z".into(), expires_at: at(12) + Duration::from_micros(1) }));
+        m.answer(Call::InsertLease(LeaseRow {
+            name: "L".into(),
+            owner: "z".into(),
+            expires_at: at(12) + Duration::from_micros(1),
+        }));
         let reply = m.answer(Call::LeaseDefer { id: "a".into(), token: "a/1".into(), name: "L".into(), now: at(0) });
         assert_eq!(reply, Reply::Changed(1));
         let r = &m.jobs["a"];

@@ -116,7 +116,9 @@ pub const MUTANTS: &[Mutant] = &[
 
 /// A mutant whose pattern is not in a statement it names.
 #[derive(Debug, thiserror::Error)]
-#[error("mutant `{mutant}` does not apply to {dialect}'s `{statement}` ({origin}): its SQL no longer has the shape the mutant edits; update the statement or the mutant")]
+#[error(
+    "mutant `{mutant}` does not apply to {dialect}'s `{statement}` ({origin}): its SQL no longer has the shape the mutant edits; update the statement or the mutant"
+)]
 pub struct MutantError {
     /// The mutant.
     pub mutant: &'static str,

@@ -183,7 +183,10 @@ pub async fn run_on_timed(
     let outcome = run?;
     dropped.map_err(|e| EngineError {
         statement: e.statement,
-        kind: EngineErrorKind::Database(format!("the run passed but its namespace {namespace} was not dropped: {}", e.kind)),
+        kind: EngineErrorKind::Database(format!(
+            "the run passed but its namespace {namespace} was not dropped: {}",
+            e.kind
+        )),
     })?;
     Ok((outcome, phases))
 }

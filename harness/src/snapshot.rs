@@ -52,10 +52,7 @@ pub fn write(path: &Path, scenario_file: &Path, contents: &str) -> std::io::Resu
         std::fs::create_dir_all(dir)?;
     }
     let input = scenario_file.display().to_string().replace('\\', "/");
-    let text = format!(
-        "---\nsource: harness/tests/scenarios.rs\ninput_file: {input}\n---\n{}",
-        normalize(contents)
-    );
+    let text = format!("---\nsource: harness/tests/scenarios.rs\ninput_file: {input}\n---\n{}", normalize(contents));
     let tmp = path.with_extension("snap.tmp");
     std::fs::write(&tmp, text)?;
     std::fs::rename(&tmp, path)
@@ -78,7 +75,9 @@ mod tests {
         let p = dir.join("snapshots/x.snap");
         write(&p, Path::new("scenarios/x.yaml"), "steps:\n- reap: 1   \n").unwrap();
         let text = std::fs::read_to_string(&p).unwrap();
-        assert!(text.starts_with("---\nsource: harness/tests/scenarios.rs\ninput_file: scenarios/x.yaml\n---\nsteps:\n"));
+        assert!(
+            text.starts_with("---\nsource: harness/tests/scenarios.rs\ninput_file: scenarios/x.yaml\n---\nsteps:\n")
+        );
         assert_eq!(read(&p).unwrap().as_deref(), Some("steps:\n- reap: 1\n"));
         assert_eq!(read(&dir.join("missing.snap")).unwrap(), None);
         std::fs::remove_dir_all(dir).unwrap();

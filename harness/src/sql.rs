@@ -35,7 +35,8 @@ pub async fn namespace_script(
     namespace: &str,
 ) -> Result<(), EngineError> {
     assert!(
-        namespace.starts_with("rc_") && namespace.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+        namespace.starts_with("rc_")
+            && namespace.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
         "namespaces are generated identifiers"
     );
     let sql = dialect.statement(name, Schema::Standard).sql.replace(NAMESPACE_MARKER, namespace);
@@ -132,12 +133,19 @@ fn bindings(call: &Call) -> (&'static str, Vec<(&'static str, Value)>) {
         }
         Call::Claim { id, token, claim_timeout, now } => (
             "claim",
-            vec![("id", text(id)), ("token", text(token)), ("claim_timeout", Value::Int(*claim_timeout)), ("now", at(*now))],
+            vec![
+                ("id", text(id)),
+                ("token", text(token)),
+                ("claim_timeout", Value::Int(*claim_timeout)),
+                ("now", at(*now)),
+            ],
         ),
         Call::Heartbeat { id, token, now } => {
             ("heartbeat", vec![("id", text(id)), ("token", text(token)), ("now", at(*now))])
         }
-        Call::Complete { id, token, now } => ("complete", vec![("id", text(id)), ("token", text(token)), ("now", at(*now))]),
+        Call::Complete { id, token, now } => {
+            ("complete", vec![("id", text(id)), ("token", text(token)), ("now", at(*now))])
+        }
         Call::ReadAttempt { id, token } => ("read_attempt", vec![("id", text(id)), ("token", text(token))]),
         Call::FailRetry { id, token, attempts, now, run_at } => (
             "fail_retry",
@@ -173,28 +181,35 @@ fn bindings(call: &Call) -> (&'static str, Vec<(&'static str, Value)>) {
         ),
         Call::ReapInterrupt { guard, now } => (
             "reap_interrupt",
-            vec![("id", text(&guard.id)), ("attempts", Value::Int(guard.attempts)), ("cutoff", at(guard.cutoff)), ("now", at(*now))],
+            vec![
+                ("id", text(&guard.id)),
+                ("attempts", Value::Int(guard.attempts)),
+                ("cutoff", at(guard.cutoff)),
+                ("now", at(*now)),
+            ],
         ),
         Call::ReapFail { guard, now } => (
             "reap_fail",
-            vec![("id", text(&guard.id)), ("attempts", Value::Int(guard.attempts)), ("cutoff", at(guard.cutoff)), ("now", at(*now))],
+            vec![
+                ("id", text(&guard.id)),
+                ("attempts", Value::Int(guard.attempts)),
+                ("cutoff", at(guard.cutoff)),
+                ("now", at(*now)),
+            ],
         ),
-        Call::LeaseAcquire { name, token, expires_at } => (
-            "lease_acquire",
-            vec![("name", text(name)), ("token", text(token)), ("expires_at", at(*expires_at))],
-        ),
+        Call::LeaseAcquire { name, token, expires_at } => {
+            ("lease_acquire", vec![("name", text(name)), ("token", text(token)), ("expires_at", at(*expires_at))])
+        }
         Call::LeaseTakeover { name, token, now, expires_at } => (
             "lease_takeover",
             vec![("name", text(name)), ("token", text(token)), ("now", at(*now)), ("expires_at", at(*expires_at))],
         ),
-        Call::LeaseDefer { id, token, name, now } => (
-            "lease_defer",
-            vec![("id", text(id)), ("token", text(token)), ("name", text(name)), ("now", at(*now))],
-        ),
-        Call::LeaseRenew { name, token, expires_at } => (
-            "lease_renew",
-            vec![("name", text(name)), ("token", text(token)), ("expires_at", at(*expires_at))],
-        ),
+        Call::LeaseDefer { id, token, name, now } => {
+            ("lease_defer", vec![("id", text(id)), ("token", text(token)), ("name", text(name)), ("now", at(*now))])
+        }
+        Call::LeaseRenew { name, token, expires_at } => {
+            ("lease_renew", vec![("name", text(name)), ("token", text(token)), ("expires_at", at(*expires_at))])
+        }
         Call::LeaseRelease { name, token } => ("lease_release", vec![("name", text(name)), ("token", text(token))]),
         Call::ReadJobs => ("read_jobs", vec![]),
         Call::ReadLeases => ("read_leases", vec![]),

@@ -62,10 +62,7 @@ impl Duration {
             let digits = rest.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(rest.len());
             let (number, after) = rest.split_at(digits);
             let unit = after.chars().next().ok_or_else(|| invalid("a number has no unit (d, h, m or s)"))?;
-            let index = UNITS
-                .iter()
-                .position(|(u, _)| *u == unit)
-                .ok_or_else(|| invalid("units are d, h, m and s"))?;
+            let index = UNITS.iter().position(|(u, _)| *u == unit).ok_or_else(|| invalid("units are d, h, m and s"))?;
             if last_unit.is_some_and(|last| index <= last) {
                 return Err(invalid("units must appear once each, largest first"));
             }
@@ -146,7 +143,9 @@ impl std::ops::Neg for Duration {
 
 /// A duration that does not follow the scenario syntax.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("invalid duration `{text}`: {why}; write a signed number with units d, h, m, s such as `-10m`, `1h30m` or `-0.000001s`")]
+#[error(
+    "invalid duration `{text}`: {why}; write a signed number with units d, h, m, s such as `-10m`, `1h30m` or `-0.000001s`"
+)]
 pub struct DurationError {
     text: String,
     why: &'static str,
@@ -172,10 +171,8 @@ impl Instant {
     /// Parses an RFC 3339 instant; a finer fraction than microseconds is an
     /// error rather than a silent rounding.
     pub fn parse_rfc3339(text: &str) -> Result<Self, InstantError> {
-        let parsed = DateTime::parse_from_rfc3339(text).map_err(|e| InstantError {
-            text: text.to_owned(),
-            why: e.to_string(),
-        })?;
+        let parsed = DateTime::parse_from_rfc3339(text)
+            .map_err(|e| InstantError { text: text.to_owned(), why: e.to_string() })?;
         if parsed.timestamp_subsec_nanos() % 1_000 != 0 {
             return Err(InstantError { text: text.to_owned(), why: "it is finer than a microsecond".to_owned() });
         }
@@ -400,10 +397,7 @@ mod tests {
     fn time_specs_are_relative_or_absolute() {
         let now = Instant::parse_rfc3339("2026-01-15T12:00:00Z").unwrap();
         assert_eq!(TimeSpec::parse("-10m").unwrap().resolve(now), now - Duration::from_secs(600));
-        assert_eq!(
-            TimeSpec::parse("2026-01-15T12:00:00+01:00").unwrap().resolve(now),
-            now - Duration::from_secs(3600)
-        );
+        assert_eq!(TimeSpec::parse("2026-01-15T12:00:00+01:00").unwrap().resolve(now), now - Duration::from_secs(3600));
         let err = TimeSpec::parse("2026-13-15T11:00:00Z").unwrap_err();
         assert!(err.contains("invalid instant"), "{err}");
         assert!(TimeSpec::parse("2026-01-15T12:00:00.0000001Z").is_err());

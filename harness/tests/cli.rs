@@ -83,19 +83,32 @@ fn run_checks_every_scenario_on_the_model_and_sqlite() {
 #[test]
 fn swapped_coalesce_arguments_fail_named_scenarios() {
     let scratch = Scratch::new("coalesce");
-    let dialects = mutated_sqlite(&scratch, "reaper.sql", "COALESCE(heartbeat_at, updated_at)", "COALESCE(updated_at, heartbeat_at)");
+    let dialects = mutated_sqlite(
+        &scratch,
+        "reaper.sql",
+        "COALESCE(heartbeat_at, updated_at)",
+        "COALESCE(updated_at, heartbeat_at)",
+    );
     let o = reapcheck(&["run", "--dialects", &dialects]);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(out.contains("FAIL     grace/recent-beat  on sqlite"), "{out}");
     assert!(out.contains("sqlite disagrees with the model"), "{out}");
-    assert!(out.contains(&format!("rerun: reapcheck run --db sqlite --dialects {dialects} --exact grace/recent-beat")), "{out}");
+    assert!(
+        out.contains(&format!("rerun: reapcheck run --db sqlite --dialects {dialects} --exact grace/recent-beat")),
+        "{out}"
+    );
 }
 
 #[test]
 fn a_non_strict_staleness_guard_fails_named_scenarios() {
     let scratch = Scratch::new("lte");
-    let dialects = mutated_sqlite(&scratch, "reaper.sql", "AND COALESCE(heartbeat_at, updated_at) < :cutoff", "AND COALESCE(heartbeat_at, updated_at) <= :cutoff");
+    let dialects = mutated_sqlite(
+        &scratch,
+        "reaper.sql",
+        "AND COALESCE(heartbeat_at, updated_at) < :cutoff",
+        "AND COALESCE(heartbeat_at, updated_at) <= :cutoff",
+    );
     let o = reapcheck(&["run", "--dialects", &dialects]);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
@@ -151,7 +164,10 @@ fn accept_writes_missing_snapshots_that_the_next_run_uses() {
     let committed = std::fs::read_to_string(root().join("scenarios/grace/snapshots/never-beat.snap")).unwrap();
     assert_eq!(snap.split_once("\n---\n").unwrap().1, committed.split_once("\n---\n").unwrap().1);
     let again = stdout(&reapcheck(&["run", "--scenarios", &dir]));
-    assert!(again.contains("ok       never-beat  on model") && again.ends_with("2 passed, 0 failed, 0 skipped\n"), "{again}");
+    assert!(
+        again.contains("ok       never-beat  on model") && again.ends_with("2 passed, 0 failed, 0 skipped\n"),
+        "{again}"
+    );
 }
 
 #[test]
@@ -161,7 +177,11 @@ fn a_snapshot_that_disagrees_fails_the_model() {
     std::fs::write(scratch.0.join("recent-beat.yaml"), good).unwrap();
     std::fs::create_dir_all(scratch.0.join("snapshots")).unwrap();
     let committed = std::fs::read_to_string(root().join("scenarios/grace/snapshots/recent-beat.snap")).unwrap();
-    std::fs::write(scratch.0.join("snapshots/recent-beat.snap"), committed.replace("status: processing", "status: pending")).unwrap();
+    std::fs::write(
+        scratch.0.join("snapshots/recent-beat.snap"),
+        committed.replace("status: processing", "status: pending"),
+    )
+    .unwrap();
     let o = reapcheck(&["run", "--scenarios", &scratch.0.display().to_string()]);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");

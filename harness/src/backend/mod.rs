@@ -48,7 +48,12 @@ impl Connection {
     }
 
     /// Runs one query; returns its rows decoded as `columns` declare.
-    pub async fn query(&mut self, sql: &str, params: &[Value], columns: &[Column]) -> Result<Vec<Vec<Value>>, BackendError> {
+    pub async fn query(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        columns: &[Column],
+    ) -> Result<Vec<Vec<Value>>, BackendError> {
         match self {
             Connection::Sqlite(c) => c.query(sql, params, columns).await,
             Connection::Postgres(c) => c.query(sql, params, columns).await,

@@ -31,9 +31,7 @@ use std::fmt;
 use std::time::Duration;
 
 use chrono::{Datelike, NaiveDateTime};
-use tiberius::{
-    AuthMethod, Client, ColumnData, Config, EncryptionLevel, FromSql, IntoSql, Query, Row,
-};
+use tiberius::{AuthMethod, Client, ColumnData, Config, EncryptionLevel, FromSql, IntoSql, Query, Row};
 use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 
@@ -61,8 +59,7 @@ const URL_FORM: &str = "write mssql://user:password@host:port/database";
 /// OFF: each statement commits on its own (and CREATE DATABASE may not run
 /// inside a transaction). ANSI_WARNINGS ON: a value too long for its column
 /// is an error, not silently truncated.
-const SESSION_SETTINGS: &str =
-    "SET NOCOUNT OFF; SET IMPLICIT_TRANSACTIONS OFF; SET ANSI_WARNINGS ON";
+const SESSION_SETTINGS: &str = "SET NOCOUNT OFF; SET IMPLICIT_TRANSACTIONS OFF; SET ANSI_WARNINGS ON";
 
 /// Where and as whom to connect, parsed from `REAPCHECK_MSSQL_URL`. Its
 /// `Debug` output hides the password.
@@ -98,21 +95,15 @@ impl MssqlUrl {
         let url = url::Url::parse(text).map_err(|e| url_error(format!("{e}; {URL_FORM}")))?;
         if url.scheme() != "mssql" {
             // The scheme is not quoted: in `user:password@host` it is the user.
-            return Err(url_error(format!(
-                "the url must start with mssql://; {URL_FORM}"
-            )));
+            return Err(url_error(format!("the url must start with mssql://; {URL_FORM}")));
         }
         if url.query().is_some() || url.fragment().is_some() {
-            return Err(url_error(format!(
-                "the url takes no `?` options or `#` fragment; {URL_FORM}"
-            )));
+            return Err(url_error(format!("the url takes no `?` options or `#` fragment; {URL_FORM}")));
         }
         let user = percent_decode(url.username(), "user")?;
         let password = percent_decode(url.password().unwrap_or_default(), "password")?;
         if user.is_empty() || password.is_empty() {
-            return Err(url_error(format!(
-                "the url needs a user and a password; {URL_FORM}"
-            )));
+            return Err(url_error(format!("the url needs a user and a password; {URL_FORM}")));
         }
         Ok(MssqlUrl {
             host: host(&url)?,
@@ -146,10 +137,7 @@ impl MssqlUrl {
 
 /// A malformed `REAPCHECK_MSSQL_URL`, as a connection error.
 fn url_error(message: String) -> BackendError {
-    BackendError::new(
-        BackendErrorKind::Connection,
-        format!("invalid REAPCHECK_MSSQL_URL: {message}"),
-    )
+    BackendError::new(BackendErrorKind::Connection, format!("invalid REAPCHECK_MSSQL_URL: {message}"))
 }
 
 /// The host, unbracketed when it is an IPv6 address.
@@ -166,15 +154,9 @@ fn host(url: &url::Url) -> Result<String, BackendError> {
 fn database(url: &url::Url) -> Result<String, BackendError> {
     let name = percent_decode(url.path().trim_start_matches('/'), "database")?;
     if name.contains('/') {
-        return Err(url_error(format!(
-            "the path must be one database name; {URL_FORM}"
-        )));
+        return Err(url_error(format!("the path must be one database name; {URL_FORM}")));
     }
-    Ok(if name.is_empty() {
-        DEFAULT_DATABASE.to_owned()
-    } else {
-        name
-    })
+    Ok(if name.is_empty() { DEFAULT_DATABASE.to_owned() } else { name })
 }
 
 /// Decodes `%XX` escapes; `what` names the part for messages, which never
@@ -189,20 +171,14 @@ fn percent_decode(text: &str, what: &str) -> Result<String, BackendError> {
             i += 1;
             continue;
         }
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .filter(|h| h.iter().all(u8::is_ascii_hexdigit));
+        let hex = bytes.get(i + 1..i + 3).filter(|h| h.iter().all(u8::is_ascii_hexdigit));
         let byte = hex.and_then(|h| u8::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok());
-        let byte = byte.ok_or_else(|| {
-            url_error(format!(
-                "the {what} has a `%` that is not followed by two hex digits"
-            ))
-        })?;
+        let byte =
+            byte.ok_or_else(|| url_error(format!("the {what} has a `%` that is not followed by two hex digits")))?;
         out.push(byte);
         i += 3;
     }
-    String::from_utf8(out)
-        .map_err(|_| url_error(format!("the {what} is not UTF-8 once percent-decoded")))
+    String::from_utf8(out).map_err(|_| url_error(format!("the {what} is not UTF-8 once percent-decoded")))
 }
 
 /// One connection to SQL Server.
@@ -223,43 +199,28 @@ impl MssqlConn {
                 .map_err(|e| BackendError::new(BackendErrorKind::Connection, e.to_string()))?;
             // Requests are small and answered one at a time: do not let
             // Nagle's algorithm hold them back.
-            tcp.set_nodelay(true)
-                .map_err(|e| BackendError::new(BackendErrorKind::Connection, e.to_string()))?;
-            let client = Client::connect(url.config(), tcp.compat_write())
-                .await
-                .map_err(error)?;
+            tcp.set_nodelay(true).map_err(|e| BackendError::new(BackendErrorKind::Connection, e.to_string()))?;
+            let client = Client::connect(url.config(), tcp.compat_write()).await.map_err(error)?;
             let mut conn = MssqlConn { client };
             conn.batch(SESSION_SETTINGS).await?;
             Ok(conn)
         };
         let reached = match tokio::time::timeout(timeout, attempt).await {
             Ok(result) => result,
-            Err(_) => Err(BackendError::new(
-                BackendErrorKind::Connection,
-                format!("no answer within {timeout:?}"),
-            )),
+            Err(_) => Err(BackendError::new(BackendErrorKind::Connection, format!("no answer within {timeout:?}"))),
         };
         reached.map_err(|e| {
             let e = url.redact(e);
             BackendError::new(
                 e.kind,
-                format!(
-                    "cannot connect to SQL Server at {}:{}: {}",
-                    url.host, url.port, e.message
-                ),
+                format!("cannot connect to SQL Server at {}:{}: {}", url.host, url.port, e.message),
             )
         })
     }
 
     /// Runs a plain batch (no parameters) and returns every result set.
     async fn batch(&mut self, sql: &str) -> Result<Vec<Vec<Row>>, BackendError> {
-        self.client
-            .simple_query(sql)
-            .await
-            .map_err(error)?
-            .into_results()
-            .await
-            .map_err(error)
+        self.client.simple_query(sql).await.map_err(error)?.into_results().await.map_err(error)
     }
 
     /// Runs one command; returns the rows it changed.
@@ -269,11 +230,7 @@ impl MssqlConn {
             return row_count(&results);
         }
         let query = bound(sql, params)?;
-        Ok(query
-            .execute(&mut self.client)
-            .await
-            .map_err(error)?
-            .total())
+        Ok(query.execute(&mut self.client).await.map_err(error)?.total())
     }
 
     /// Runs one query and decodes its rows as `columns` declare.
@@ -284,13 +241,7 @@ impl MssqlConn {
         columns: &[Column],
     ) -> Result<Vec<Vec<Value>>, BackendError> {
         let query = bound(sql, params)?;
-        let rows = query
-            .query(&mut self.client)
-            .await
-            .map_err(error)?
-            .into_first_result()
-            .await
-            .map_err(error)?;
+        let rows = query.query(&mut self.client).await.map_err(error)?.into_first_result().await.map_err(error)?;
         rows.iter().map(|r| decode_row(r, columns)).collect()
     }
 
@@ -307,33 +258,19 @@ pub async fn server_version(url: &MssqlUrl) -> Result<String, BackendError> {
     let mut conn = MssqlConn::connect(url).await?;
     let results = conn.batch("SELECT @@VERSION").await;
     conn.close().await;
-    let row = results?
-        .into_iter()
-        .next()
-        .and_then(|rows| rows.into_iter().next());
+    let row = results?.into_iter().next().and_then(|rows| rows.into_iter().next());
     let raw: Option<&str> = match &row {
         Some(r) => r.try_get(0).map_err(error)?,
         None => None,
     };
-    let raw = raw.ok_or_else(|| {
-        BackendError::new(
-            BackendErrorKind::Decode,
-            "SELECT @@VERSION returned nothing",
-        )
-    })?;
+    let raw = raw.ok_or_else(|| BackendError::new(BackendErrorKind::Decode, "SELECT @@VERSION returned nothing"))?;
     Ok(version_label(raw))
 }
 
 /// `mssql` and the first line of `@@VERSION` (the rest is build date,
 /// copyright and edition), white space collapsed.
 fn version_label(raw: &str) -> String {
-    let first = raw
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
+    let first = raw.lines().next().unwrap_or_default().split_whitespace().collect::<Vec<_>>().join(" ");
     format!("mssql {first}")
 }
 
@@ -354,13 +291,9 @@ fn with_row_count(sql: &str) -> String {
 /// The count [`with_row_count`] appended: the last result set's one value.
 fn row_count(results: &[Vec<Row>]) -> Result<u64, BackendError> {
     let missing = || BackendError::new(BackendErrorKind::Decode, "the batch returned no row count");
-    let row = results
-        .last()
-        .and_then(|rows| rows.first())
-        .ok_or_else(missing)?;
+    let row = results.last().and_then(|rows| rows.first()).ok_or_else(missing)?;
     let count: i64 = row.try_get(0).map_err(error)?.ok_or_else(missing)?;
-    u64::try_from(count)
-        .map_err(|_| BackendError::new(BackendErrorKind::Decode, format!("a row count of {count}")))
+    u64::try_from(count).map_err(|_| BackendError::new(BackendErrorKind::Decode, format!("a row count of {count}")))
 }
 
 /// `sql` with `params` bound in order (`@P1`, `@P2`, ...).
@@ -389,10 +322,7 @@ fn column_data(value: &Value) -> Result<ColumnData<'static>, BackendError> {
 fn naive_utc(t: Instant) -> Result<NaiveDateTime, BackendError> {
     let naive = t.to_chrono().naive_utc();
     if !(1..=9999).contains(&naive.year()) {
-        return Err(BackendError::new(
-            BackendErrorKind::Decode,
-            format!("{t} is outside datetime2's years 1 to 9999"),
-        ));
+        return Err(BackendError::new(BackendErrorKind::Decode, format!("{t} is outside datetime2's years 1 to 9999")));
     }
     Ok(naive)
 }
@@ -400,17 +330,10 @@ fn naive_utc(t: Instant) -> Result<NaiveDateTime, BackendError> {
 /// A returned row, which must have exactly the declared columns.
 fn decode_row(row: &Row, columns: &[Column]) -> Result<Vec<Value>, BackendError> {
     if row.len() != columns.len() {
-        let message = format!(
-            "a row has {} columns, the contract declares {}",
-            row.len(),
-            columns.len()
-        );
+        let message = format!("a row has {} columns, the contract declares {}", row.len(), columns.len());
         return Err(BackendError::new(BackendErrorKind::Decode, message));
     }
-    row.cells()
-        .zip(columns)
-        .map(|((_, cell), c)| decode_cell(cell, c))
-        .collect()
+    row.cells().zip(columns).map(|((_, cell), c)| decode_cell(cell, c)).collect()
 }
 
 /// The value of one returned cell, read as `column` declares.
@@ -425,23 +348,17 @@ fn decode_cell(cell: &ColumnData<'static>, column: &Column) -> Result<Value, Bac
         (Kind::Int, ColumnData::I16(Some(v))) => Ok(Value::Int(i64::from(*v))),
         (Kind::Int, ColumnData::U8(Some(v))) => Ok(Value::Int(i64::from(*v))),
         (Kind::Int, ColumnData::Bit(Some(v))) => Ok(Value::Int(i64::from(*v))),
-        (Kind::Instant, ColumnData::DateTime2(Some(_))) => {
-            Ok(match NaiveDateTime::from_sql(cell).map_err(error)? {
-                Some(naive) => Value::Instant(Instant::from_chrono(naive.and_utc())),
-                None => Value::Null(Kind::Instant),
-            })
-        }
+        (Kind::Instant, ColumnData::DateTime2(Some(_))) => Ok(match NaiveDateTime::from_sql(cell).map_err(error)? {
+            Some(naive) => Value::Instant(Instant::from_chrono(naive.and_utc())),
+            None => Value::Null(Kind::Instant),
+        }),
         (kind, other) => {
             let expected = match kind {
                 Kind::Text => "nvarchar",
                 Kind::Int => "an integer",
                 Kind::Instant => "datetime2",
             };
-            let message = format!(
-                "column `{}` should be {expected} but is {}",
-                column.name,
-                type_name(other)
-            );
+            let message = format!("column `{}` should be {expected} but is {}", column.name, type_name(other));
             Err(BackendError::new(BackendErrorKind::Decode, message))
         }
     }
@@ -505,13 +422,9 @@ fn kind_of(e: &tiberius::error::Error) -> BackendErrorKind {
     use tiberius::error::Error as E;
     match e {
         E::Server(_) => BackendErrorKind::Database,
-        E::Conversion(_) | E::Encoding(_) | E::Utf8 | E::Utf16 | E::ParseInt(_) => {
-            BackendErrorKind::Decode
-        }
+        E::Conversion(_) | E::Encoding(_) | E::Utf8 | E::Utf16 | E::ParseInt(_) => BackendErrorKind::Decode,
         // Routing: Azure asks the client to reconnect elsewhere; not followed.
-        E::Io { .. } | E::Protocol(_) | E::Tls(_) | E::Routing { .. } | E::BulkInput(_) => {
-            BackendErrorKind::Connection
-        }
+        E::Io { .. } | E::Protocol(_) | E::Tls(_) | E::Routing { .. } | E::BulkInput(_) => BackendErrorKind::Connection,
     }
 }
 
@@ -533,37 +446,19 @@ mod tests {
 
     fn dialect() -> Dialect {
         Dialect::load(&Source::Embedded, "mssql").unwrap_or_else(|errors| {
-            panic!(
-                "{}",
-                errors
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            )
+            panic!("{}", errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))
         })
     }
 
     /// A statement's SQL without its `--` comments (no string in the
     /// dialect holds `--`).
     fn code(sql: &str) -> String {
-        sql.lines()
-            .map(|l| l.split("--").next().unwrap_or_default())
-            .collect::<Vec<_>>()
-            .join("\n")
+        sql.lines().map(|l| l.split("--").next().unwrap_or_default()).collect::<Vec<_>>().join("\n")
     }
 
     fn sql(name: &str) -> String {
-        let schema = if name.starts_with("legacy_") {
-            Schema::Legacy
-        } else {
-            Schema::Standard
-        };
-        code(
-            &dialect()
-                .statement(name.trim_start_matches("legacy_"), schema)
-                .sql,
-        )
+        let schema = if name.starts_with("legacy_") { Schema::Legacy } else { Schema::Standard };
+        code(&dialect().statement(name.trim_start_matches("legacy_"), schema).sql)
     }
 
     fn at(text: &str) -> Instant {
@@ -581,10 +476,7 @@ mod tests {
         let d = dialect();
         let names: Vec<&str> = d.statements().map(|s| s.name.as_str()).collect();
         for required in contract::required_names() {
-            assert!(
-                names.contains(&required.as_str()),
-                "mssql lacks `{required}`"
-            );
+            assert!(names.contains(&required.as_str()), "mssql lacks `{required}`");
         }
         assert!(
             text::is_blank(&d.statement("set_time_zone", Schema::Standard).sql),
@@ -612,11 +504,7 @@ mod tests {
     fn no_statement_measures_time_with_datediff() {
         for s in dialect().statements() {
             let upper = code(&s.sql).to_uppercase();
-            assert!(
-                !upper.contains("DATEDIFF("),
-                "{}: DATEDIFF counts boundaries, not elapsed time",
-                s.origin
-            );
+            assert!(!upper.contains("DATEDIFF("), "{}: DATEDIFF counts boundaries, not elapsed time", s.origin);
             assert!(
                 !upper.contains("GETDATE") && !upper.contains("SYSDATETIME"),
                 "{}: the harness owns the clock",
@@ -624,38 +512,24 @@ mod tests {
             );
         }
         let defer = sql("lease_defer");
-        assert!(
-            defer.contains("DATEDIFF_BIG(microsecond, :now, l.expires_at)"),
-            "{defer}"
-        );
+        assert!(defer.contains("DATEDIFF_BIG(microsecond, :now, l.expires_at)"), "{defer}");
         assert!(defer.contains("+ 999999) / 1000000"), "{defer}");
-        assert!(
-            defer.contains("WHEN w.up < 1 THEN 1 WHEN w.up > 30 THEN 30 ELSE w.up END AS int"),
-            "{defer}"
-        );
+        assert!(defer.contains("WHEN w.up < 1 THEN 1 WHEN w.up > 30 THEN 30 ELSE w.up END AS int"), "{defer}");
     }
 
     #[test]
     fn scans_use_the_floor_the_queue_filter_and_strict_comparisons() {
-        let filter = "(:all_queues = 1 OR queue IN (SELECT value COLLATE Latin1_General_BIN2 FROM STRING_SPLIT(:queues, ',')))";
-        assert!(
-            sql("reap_scan")
-                .contains("COALESCE(heartbeat_at, updated_at) < DATEADD(second, -30, :now)")
-        );
+        let filter =
+            "(:all_queues = 1 OR queue IN (SELECT value COLLATE Latin1_General_BIN2 FROM STRING_SPLIT(:queues, ',')))";
+        assert!(sql("reap_scan").contains("COALESCE(heartbeat_at, updated_at) < DATEADD(second, -30, :now)"));
         assert!(sql("legacy_reap_scan").contains("updated_at < DATEADD(second, -30, :now)"));
         for scan in ["reap_scan", "legacy_reap_scan"] {
             assert!(sql(scan).contains(filter), "{scan}");
             assert!(sql(scan).trim_end().ends_with("ORDER BY id"), "{scan}");
         }
         for name in ["reap_retry", "reap_interrupt", "reap_fail"] {
-            assert!(
-                sql(name).contains("COALESCE(heartbeat_at, updated_at) < :cutoff"),
-                "{name}"
-            );
-            assert!(
-                sql(&format!("legacy_{name}")).contains("updated_at < :cutoff"),
-                "legacy_{name}"
-            );
+            assert!(sql(name).contains("COALESCE(heartbeat_at, updated_at) < :cutoff"), "{name}");
+            assert!(sql(&format!("legacy_{name}")).contains("updated_at < :cutoff"), "legacy_{name}");
         }
         assert!(sql("lease_takeover").contains("expires_at < :now"));
     }
@@ -667,10 +541,7 @@ mod tests {
             let columns: Vec<&str> = text.lines().filter(|l| l.contains("nvarchar")).collect();
             assert_eq!(columns.len(), 8, "{schema}");
             for line in columns {
-                assert!(
-                    line.contains("COLLATE Latin1_General_BIN2"),
-                    "{schema}: {line}"
-                );
+                assert!(line.contains("COLLATE Latin1_General_BIN2"), "{schema}: {line}");
             }
         }
     }
@@ -678,25 +549,20 @@ mod tests {
     #[test]
     fn lease_acquire_inserts_only_when_absent() {
         let acquire = sql("lease_acquire");
-        assert!(acquire.contains("WHERE NOT EXISTS (SELECT 1 FROM job_leases WITH (UPDLOCK, HOLDLOCK) WHERE name = :name)"));
+        assert!(
+            acquire.contains("WHERE NOT EXISTS (SELECT 1 FROM job_leases WITH (UPDLOCK, HOLDLOCK) WHERE name = :name)")
+        );
     }
 
     #[test]
     fn namespaces_are_databases_entered_by_a_plain_batch() {
         let d = dialect();
-        let script = |name| {
-            code(&d.statement(name, Schema::Standard).sql)
-                .trim()
-                .to_owned()
-        };
+        let script = |name| code(&d.statement(name, Schema::Standard).sql).trim().to_owned();
         assert_eq!(script("create_namespace"), "CREATE DATABASE {namespace}");
         assert_eq!(script("enter_namespace"), "USE {namespace}");
         let drop = text::commands(&script("drop_namespace"));
         assert_eq!(drop.first().map(String::as_str), Some("USE master"));
-        assert_eq!(
-            drop.last().map(String::as_str),
-            Some("DROP DATABASE {namespace}")
-        );
+        assert_eq!(drop.last().map(String::as_str), Some("DROP DATABASE {namespace}"));
         // No parameters: the backend sends them as plain batches, where USE lasts.
         for name in ["create_namespace", "enter_namespace", "drop_namespace"] {
             assert!(text::parameters(&script(name)).is_empty(), "{name}");
@@ -711,24 +577,12 @@ mod tests {
         for s in d.statements() {
             let spec = contract::spec(&s.name).unwrap();
             let prepared = text::prepare(&s.sql, Placeholders::AtP);
-            assert!(
-                text::parameters(&prepared.sql).is_empty(),
-                "{}: a `:name` survived",
-                s.origin
-            );
+            assert!(text::parameters(&prepared.sql).is_empty(), "{}: a `:name` survived", s.origin);
             for n in 1..=prepared.binds.len() {
-                assert!(
-                    prepared.sql.contains(&format!("@P{n}")),
-                    "{}: @P{n} missing",
-                    s.origin
-                );
+                assert!(prepared.sql.contains(&format!("@P{n}")), "{}: @P{n} missing", s.origin);
             }
             if spec.shape == Shape::Update {
-                assert!(
-                    !prepared.binds.is_empty(),
-                    "{}: an UPDATE without parameters",
-                    s.origin
-                );
+                assert!(!prepared.binds.is_empty(), "{}: an UPDATE without parameters", s.origin);
             }
         }
     }
@@ -737,17 +591,9 @@ mod tests {
 
     #[test]
     fn a_full_url_parses() {
-        let u = MssqlUrl::parse(&format!(
-            "mssql://sa:{PASSWORD}@db.internal:14330/reapcheck"
-        ))
-        .unwrap();
+        let u = MssqlUrl::parse(&format!("mssql://sa:{PASSWORD}@db.internal:14330/reapcheck")).unwrap();
         assert_eq!(
-            (
-                u.host.as_str(),
-                u.port,
-                u.database.as_str(),
-                u.user.as_str()
-            ),
+            (u.host.as_str(), u.port, u.database.as_str(), u.user.as_str()),
             ("db.internal", 14330, "reapcheck", "sa")
         );
         assert_eq!(u.password, PASSWORD);
@@ -757,21 +603,13 @@ mod tests {
     fn port_and_database_have_defaults() {
         let u = MssqlUrl::parse("mssql://sa:pw@localhost").unwrap();
         assert_eq!((u.port, u.database.as_str()), (1433, "master"));
-        assert_eq!(
-            MssqlUrl::parse("mssql://sa:pw@localhost/")
-                .unwrap()
-                .database,
-            "master"
-        );
+        assert_eq!(MssqlUrl::parse("mssql://sa:pw@localhost/").unwrap().database, "master");
     }
 
     #[test]
     fn user_and_password_are_percent_decoded() {
         let u = MssqlUrl::parse("mssql://app%40corp:p%40ss%3Aw%2Frd%25@[::1]:1433/jobs").unwrap();
-        assert_eq!(
-            (u.user.as_str(), u.password.as_str(), u.host.as_str()),
-            ("app@corp", "p@ss:w/rd%", "::1")
-        );
+        assert_eq!((u.user.as_str(), u.password.as_str(), u.host.as_str()), ("app@corp", "p@ss:w/rd%", "::1"));
     }
 
     #[test]
@@ -791,16 +629,8 @@ mod tests {
         for case in cases {
             let e = MssqlUrl::parse(&case).expect_err(&case.replace(PASSWORD, "***"));
             assert_eq!(e.kind, BackendErrorKind::Connection);
-            assert!(
-                e.message.starts_with("invalid REAPCHECK_MSSQL_URL: "),
-                "{}",
-                e.message
-            );
-            assert!(
-                !e.message.contains(PASSWORD) && !format!("{e:?}").contains(PASSWORD),
-                "{}",
-                e.message
-            );
+            assert!(e.message.starts_with("invalid REAPCHECK_MSSQL_URL: "), "{}", e.message);
+            assert!(!e.message.contains(PASSWORD) && !format!("{e:?}").contains(PASSWORD), "{}", e.message);
         }
     }
 
@@ -808,18 +638,12 @@ mod tests {
     fn debug_output_hides_the_password() {
         let shown = format!("{:?}", url_to("localhost", 1433));
         assert!(!shown.contains(PASSWORD), "{shown}");
-        assert!(
-            shown.contains("localhost") && shown.contains("***"),
-            "{shown}"
-        );
+        assert!(shown.contains("localhost") && shown.contains("***"), "{shown}");
     }
 
     #[test]
     fn a_driver_message_quoting_the_password_is_redacted() {
-        let e = BackendError::new(
-            BackendErrorKind::Database,
-            format!("login with '{PASSWORD}' failed"),
-        );
+        let e = BackendError::new(BackendErrorKind::Database, format!("login with '{PASSWORD}' failed"));
         assert_eq!(url_to("h", 1).redact(e).message, "login with '***' failed");
     }
 
@@ -827,37 +651,13 @@ mod tests {
 
     #[test]
     fn values_are_bound_with_their_types() {
-        assert_eq!(
-            column_data(&Value::Text("a/1".into())).unwrap(),
-            ColumnData::String(Some("a/1".into()))
-        );
-        assert_eq!(
-            column_data(&Value::Int(-5)).unwrap(),
-            ColumnData::I64(Some(-5))
-        );
-        assert_eq!(
-            column_data(&Value::Null(Kind::Text)).unwrap(),
-            ColumnData::String(None)
-        );
-        assert_eq!(
-            column_data(&Value::Null(Kind::Int)).unwrap(),
-            ColumnData::I64(None)
-        );
-        assert_eq!(
-            column_data(&Value::Null(Kind::Instant)).unwrap(),
-            ColumnData::DateTime2(None)
-        );
-        let params = [
-            Value::Int(1),
-            Value::Text("x".into()),
-            Value::Null(Kind::Instant),
-        ];
-        assert_eq!(
-            bound("SELECT @P1, @P2, @P3", &params)
-                .unwrap()
-                .param_count(),
-            3
-        );
+        assert_eq!(column_data(&Value::Text("a/1".into())).unwrap(), ColumnData::String(Some("a/1".into())));
+        assert_eq!(column_data(&Value::Int(-5)).unwrap(), ColumnData::I64(Some(-5)));
+        assert_eq!(column_data(&Value::Null(Kind::Text)).unwrap(), ColumnData::String(None));
+        assert_eq!(column_data(&Value::Null(Kind::Int)).unwrap(), ColumnData::I64(None));
+        assert_eq!(column_data(&Value::Null(Kind::Instant)).unwrap(), ColumnData::DateTime2(None));
+        let params = [Value::Int(1), Value::Text("x".into()), Value::Null(Kind::Instant)];
+        assert_eq!(bound("SELECT @P1, @P2, @P3", &params).unwrap().param_count(), 3);
     }
 
     #[test]
@@ -867,16 +667,11 @@ mod tests {
             panic!("not sent as datetime2")
         };
         let day = |y, m, d| chrono::NaiveDate::from_ymd_opt(y, m, d).unwrap();
-        let days_since_year_1 = day(1969, 7, 20)
-            .signed_duration_since(day(1, 1, 1))
-            .num_days();
+        let days_since_year_1 = day(1969, 7, 20).signed_duration_since(day(1, 1, 1)).num_days();
         assert_eq!(i64::from(dt.date().days()), days_since_year_1);
         // Scale 7 counts 100 ns increments: ten per microsecond, none lost.
         assert_eq!(dt.time().scale(), 7);
-        assert_eq!(
-            dt.time().increments(),
-            ((20 * 3600 + 17 * 60 + 40) * 1_000_000 + 1) * 10
-        );
+        assert_eq!(dt.time().increments(), ((20 * 3600 + 17 * 60 + 40) * 1_000_000 + 1) * 10);
     }
 
     #[test]
@@ -892,17 +687,10 @@ mod tests {
         for (text, wall_clock) in cases {
             let t = at(text);
             let naive = naive_utc(t).unwrap();
-            assert_eq!(
-                naive.format("%Y-%m-%d %H:%M:%S%.6f").to_string(),
-                wall_clock
-            );
+            assert_eq!(naive.format("%Y-%m-%d %H:%M:%S%.6f").to_string(), wall_clock);
             // Sent and read back through tiberius's own datetime2 conversion.
             let sent = column_data(&Value::Instant(t)).unwrap();
-            assert_eq!(
-                decode_cell(&sent, &column(Kind::Instant)).unwrap(),
-                Value::Instant(t),
-                "{text}"
-            );
+            assert_eq!(decode_cell(&sent, &column(Kind::Instant)).unwrap(), Value::Instant(t), "{text}");
         }
     }
 
@@ -918,48 +706,23 @@ mod tests {
     }
 
     fn column(kind: Kind) -> Column {
-        Column {
-            name: "c",
-            kind,
-            nullable: true,
-        }
+        Column { name: "c", kind, nullable: true }
     }
 
     #[test]
     fn integers_of_every_width_decode_as_int() {
         let int = column(Kind::Int);
-        assert_eq!(
-            decode_cell(&ColumnData::I64(Some(i64::MIN)), &int).unwrap(),
-            Value::Int(i64::MIN)
-        );
-        assert_eq!(
-            decode_cell(&ColumnData::I32(Some(-7)), &int).unwrap(),
-            Value::Int(-7)
-        );
-        assert_eq!(
-            decode_cell(&ColumnData::I16(Some(300)), &int).unwrap(),
-            Value::Int(300)
-        );
-        assert_eq!(
-            decode_cell(&ColumnData::U8(Some(255)), &int).unwrap(),
-            Value::Int(255)
-        );
-        assert_eq!(
-            decode_cell(&ColumnData::Bit(Some(true)), &int).unwrap(),
-            Value::Int(1)
-        );
+        assert_eq!(decode_cell(&ColumnData::I64(Some(i64::MIN)), &int).unwrap(), Value::Int(i64::MIN));
+        assert_eq!(decode_cell(&ColumnData::I32(Some(-7)), &int).unwrap(), Value::Int(-7));
+        assert_eq!(decode_cell(&ColumnData::I16(Some(300)), &int).unwrap(), Value::Int(300));
+        assert_eq!(decode_cell(&ColumnData::U8(Some(255)), &int).unwrap(), Value::Int(255));
+        assert_eq!(decode_cell(&ColumnData::Bit(Some(true)), &int).unwrap(), Value::Int(1));
     }
 
     #[test]
     fn nulls_decode_as_the_declared_kind() {
-        assert_eq!(
-            decode_cell(&ColumnData::String(None), &column(Kind::Text)).unwrap(),
-            Value::Null(Kind::Text)
-        );
-        assert_eq!(
-            decode_cell(&ColumnData::I32(None), &column(Kind::Instant)).unwrap(),
-            Value::Null(Kind::Instant)
-        );
+        assert_eq!(decode_cell(&ColumnData::String(None), &column(Kind::Text)).unwrap(), Value::Null(Kind::Text));
+        assert_eq!(decode_cell(&ColumnData::I32(None), &column(Kind::Instant)).unwrap(), Value::Null(Kind::Instant));
         assert_eq!(
             decode_cell(&ColumnData::DateTime2(None), &column(Kind::Instant)).unwrap(),
             Value::Null(Kind::Instant)
@@ -970,11 +733,7 @@ mod tests {
     fn a_column_of_the_wrong_type_is_a_decode_error() {
         let rounded = tiberius::time::DateTime::new(45_000, 0);
         let cases = [
-            (
-                ColumnData::DateTime(Some(rounded)),
-                Kind::Instant,
-                "datetime (rounded",
-            ),
+            (ColumnData::DateTime(Some(rounded)), Kind::Instant, "datetime (rounded"),
             (ColumnData::I64(Some(1)), Kind::Text, "bigint"),
             (ColumnData::String(Some("1".into())), Kind::Int, "a string"),
             (ColumnData::F64(Some(1.0)), Kind::Int, "float"),
@@ -992,20 +751,11 @@ mod tests {
 
     #[test]
     fn server_errors_are_database_errors_and_the_rest_are_classified() {
-        let io = tiberius::error::Error::Io {
-            kind: std::io::ErrorKind::ConnectionReset,
-            message: "reset".into(),
-        };
+        let io = tiberius::error::Error::Io { kind: std::io::ErrorKind::ConnectionReset, message: "reset".into() };
         assert_eq!(kind_of(&io), BackendErrorKind::Connection);
+        assert_eq!(kind_of(&tiberius::error::Error::Conversion("x".into())), BackendErrorKind::Decode);
         assert_eq!(
-            kind_of(&tiberius::error::Error::Conversion("x".into())),
-            BackendErrorKind::Decode
-        );
-        assert_eq!(
-            kind_of(&tiberius::error::Error::Routing {
-                host: "h".into(),
-                port: 1
-            }),
+            kind_of(&tiberius::error::Error::Routing { host: "h".into(), port: 1 }),
             BackendErrorKind::Connection
         );
     }
@@ -1013,10 +763,7 @@ mod tests {
     #[test]
     fn the_version_is_the_first_line_of_at_at_version() {
         let raw = "Microsoft SQL Server 2022 (RTM-CU12) (KB5033663) - 16.0.4125.3 (X64) \n\tJan 19 2024 11:56:44 \n\tCopyright (C) 2022 Microsoft Corporation\n\tDeveloper Edition (64-bit) on Linux";
-        assert_eq!(
-            version_label(raw),
-            "mssql Microsoft SQL Server 2022 (RTM-CU12) (KB5033663) - 16.0.4125.3 (X64)"
-        );
+        assert_eq!(version_label(raw), "mssql Microsoft SQL Server 2022 (RTM-CU12) (KB5033663) - 16.0.4125.3 (X64)");
     }
 
     #[test]
@@ -1029,10 +776,7 @@ mod tests {
 
     #[test]
     fn a_batch_counts_its_rows_after_a_trailing_comment() {
-        assert_eq!(
-            with_row_count("USE rc_x -- enter"),
-            "USE rc_x -- enter\n;SELECT CAST(@@ROWCOUNT AS bigint)"
-        );
+        assert_eq!(with_row_count("USE rc_x -- enter"), "USE rc_x -- enter\n;SELECT CAST(@@ROWCOUNT AS bigint)");
         assert_eq!(row_count(&[]).unwrap_err().kind, BackendErrorKind::Decode);
     }
 
@@ -1041,19 +785,11 @@ mod tests {
     #[tokio::test]
     async fn a_closed_port_fails_fast_as_a_connection_error() {
         let started = std::time::Instant::now();
-        let Err(e) = MssqlConn::connect(&url_to("127.0.0.1", 1)).await else {
-            panic!("connected to port 1")
-        };
+        let Err(e) = MssqlConn::connect(&url_to("127.0.0.1", 1)).await else { panic!("connected to port 1") };
         assert!(started.elapsed() < CONNECT_TIMEOUT + std::time::Duration::from_secs(1));
         assert_eq!(e.kind, BackendErrorKind::Connection);
-        assert!(
-            e.message.contains("127.0.0.1:1") && !e.message.contains(PASSWORD),
-            "{}",
-            e.message
-        );
-        let Err(e) =
-            crate::backend::mssql(&format!("mssql://sa:{PASSWORD}@127.0.0.1:1/master")).await
-        else {
+        assert!(e.message.contains("127.0.0.1:1") && !e.message.contains(PASSWORD), "{}", e.message);
+        let Err(e) = crate::backend::mssql(&format!("mssql://sa:{PASSWORD}@127.0.0.1:1/master")).await else {
             panic!("reached a server on port 1")
         };
         assert_eq!(e.kind, BackendErrorKind::Connection);
@@ -1067,22 +803,12 @@ mod tests {
         let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = silent.local_addr().unwrap().port();
         let started = std::time::Instant::now();
-        let Err(e) =
-            MssqlConn::connect_within(&url_to("127.0.0.1", port), Duration::from_millis(300)).await
-        else {
+        let Err(e) = MssqlConn::connect_within(&url_to("127.0.0.1", port), Duration::from_millis(300)).await else {
             panic!("a silent listener accepted the login")
         };
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(3),
-            "{:?}",
-            started.elapsed()
-        );
+        assert!(started.elapsed() < std::time::Duration::from_secs(3), "{:?}", started.elapsed());
         assert_eq!(e.kind, BackendErrorKind::Connection);
-        assert!(
-            e.message.contains("no answer within 300ms"),
-            "{}",
-            e.message
-        );
+        assert!(e.message.contains("no answer within 300ms"), "{}", e.message);
         assert!(!e.message.contains(PASSWORD), "{}", e.message);
     }
 
@@ -1193,23 +919,15 @@ steps:
 
     /// Parses and validates a case through a file, as the runner would.
     fn scenario(index: usize, case: &Case) -> Scenario {
-        let path = std::env::temp_dir().join(format!(
-            "reapcheck-mssql-{}-{index}.yaml",
-            std::process::id()
-        ));
+        let path = std::env::temp_dir().join(format!("reapcheck-mssql-{}-{index}.yaml", std::process::id()));
         std::fs::write(&path, case.yaml).unwrap();
         let loaded = parse_file("inline", &path);
         let _ = std::fs::remove_file(&path);
         match loaded {
             Ok(l) => l.scenario,
-            Err(errors) => panic!(
-                "case {index}: {}",
-                errors
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            ),
+            Err(errors) => {
+                panic!("case {index}: {}", errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))
+            }
         }
     }
 
@@ -1221,20 +939,12 @@ steps:
         scenario: &Scenario,
         namespace: &str,
     ) -> Result<Outcome, EngineError> {
-        let connect = |e: BackendError| EngineError {
-            statement: "connect",
-            kind: e.into(),
-        };
+        let connect = |e: BackendError| EngineError { statement: "connect", kind: e.into() };
         let mut conn: Connection = server.open().await.map_err(connect)?;
         namespace_script(&mut conn, d, "create_namespace", namespace).await?;
         let run = async {
             namespace_script(&mut conn, d, "enter_namespace", namespace).await?;
-            crate::driver::run(
-                scenario,
-                &mut SqlEngine::new(d, scenario.schema, &mut conn),
-                None,
-            )
-            .await
+            crate::driver::run(scenario, &mut SqlEngine::new(d, scenario.schema, &mut conn), None).await
         }
         .await;
         let dropped = namespace_script(&mut conn, d, "drop_namespace", namespace).await;
@@ -1249,27 +959,12 @@ steps:
     async fn cases_agree(server: &Server, d: &Dialect) {
         for (i, case) in CASES.iter().enumerate() {
             let s = scenario(i, case);
-            let model = crate::driver::run(&s, &mut Model::new(s.schema), None)
-                .await
-                .unwrap();
+            let model = crate::driver::run(&s, &mut Model::new(s.schema), None).await.unwrap();
             let expected: Vec<Option<StepResult>> = serde_saphyr::from_str(case.steps).unwrap();
-            assert_eq!(
-                model.steps,
-                expected,
-                "case {i}: the model's steps\n{}",
-                model.to_yaml()
-            );
+            assert_eq!(model.steps, expected, "case {i}: the model's steps\n{}", model.to_yaml());
             let namespace = format!("rc_mssql_unit_{}_{i}", std::process::id());
-            let target = outcome_on(server, d, &s, &namespace)
-                .await
-                .unwrap_or_else(|e| panic!("case {i}: {e}"));
-            assert_eq!(
-                target.to_yaml(),
-                model.to_yaml(),
-                "case {i} on {}: {}",
-                server.version(),
-                s.description
-            );
+            let target = outcome_on(server, d, &s, &namespace).await.unwrap_or_else(|e| panic!("case {i}: {e}"));
+            assert_eq!(target.to_yaml(), model.to_yaml(), "case {i} on {}: {}", server.version(), s.description);
         }
     }
 
@@ -1289,14 +984,8 @@ steps:
             println!("skipped: REAPCHECK_MSSQL_URL not set");
             return;
         };
-        let server = crate::backend::mssql(&url)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert!(
-            server.version().starts_with("mssql Microsoft SQL Server"),
-            "{}",
-            server.version()
-        );
+        let server = crate::backend::mssql(&url).await.unwrap_or_else(|e| panic!("{e}"));
+        assert!(server.version().starts_with("mssql Microsoft SQL Server"), "{}", server.version());
         cases_agree(&server, &dialect()).await;
     }
 }

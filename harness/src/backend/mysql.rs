@@ -55,10 +55,7 @@ struct Secret {
 
 impl Secret {
     fn of(url: &str) -> Secret {
-        let Some(raw) = url::Url::parse(url)
-            .ok()
-            .and_then(|u| u.password().map(str::to_owned))
-        else {
+        let Some(raw) = url::Url::parse(url).ok().and_then(|u| u.password().map(str::to_owned)) else {
             return Secret::default();
         };
         let mut forms = vec![percent_decoded(&raw), raw];
@@ -71,9 +68,7 @@ impl Secret {
 
     /// `message` with every form of the password replaced by `***`.
     fn scrub(&self, message: &str) -> String {
-        self.forms
-            .iter()
-            .fold(message.to_owned(), |m, f| m.replace(f.as_str(), "***"))
+        self.forms.iter().fold(message.to_owned(), |m, f| m.replace(f.as_str(), "***"))
     }
 
     /// A sqlx error as a backend error, without the password.
@@ -90,17 +85,10 @@ pub async fn connect(url: &str) -> Result<(String, MySqlServer), BackendError> {
     connect_within(url, CONNECT_TIMEOUT).await
 }
 
-async fn connect_within(
-    url: &str,
-    timeout: Duration,
-) -> Result<(String, MySqlServer), BackendError> {
+async fn connect_within(url: &str, timeout: Duration) -> Result<(String, MySqlServer), BackendError> {
     let secret = Secret::of(url);
     let options = MySqlConnectOptions::from_str(url).map_err(|e| secret.error(e))?;
-    let server = MySqlServer {
-        options,
-        secret,
-        timeout,
-    };
+    let server = MySqlServer { options, secret, timeout };
     let mut conn = server.open().await?;
     let version = tokio::time::timeout(timeout, conn.version()).await;
     conn.close().await;
@@ -145,11 +133,7 @@ fn percent_decoded(text: &str) -> String {
 fn product_version(reported: &str) -> String {
     let mariadb = reported.contains("MariaDB");
     let product = if mariadb { "mariadb" } else { "mysql" };
-    let text = if mariadb {
-        reported.strip_prefix("5.5.5-").unwrap_or(reported)
-    } else {
-        reported
-    };
+    let text = if mariadb { reported.strip_prefix("5.5.5-").unwrap_or(reported) } else { reported };
     let number = text.split('-').next().unwrap_or(text);
     format!("{product} {number}")
 }
@@ -163,10 +147,7 @@ impl MySqlServer {
             Ok(result) => result.map_err(|e| self.secret.error(e))?,
             Err(_) => return Err(silent(self.timeout)),
         };
-        Ok(MySqlConn {
-            conn,
-            secret: self.secret.clone(),
-        })
+        Ok(MySqlConn { conn, secret: self.secret.clone() })
     }
 }
 
@@ -174,10 +155,7 @@ impl MySqlConn {
     /// The server's `VERSION()` text.
     async fn version(&mut self) -> Result<String, BackendError> {
         // A trivial probe, the one SQL text not taken from a dialect file.
-        let row = sqlx::query("SELECT VERSION()")
-            .fetch_one(&mut self.conn)
-            .await
-            .map_err(|e| self.secret.error(e))?;
+        let row = sqlx::query("SELECT VERSION()").fetch_one(&mut self.conn).await.map_err(|e| self.secret.error(e))?;
         row.try_get(0).map_err(|e| self.secret.error(e))
     }
 
@@ -189,14 +167,10 @@ impl MySqlConn {
     /// prepared statement, its values bound, never spliced into the text.
     pub async fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, BackendError> {
         let done = if params.is_empty() {
-            sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
-                .execute(&mut self.conn)
-                .await
+            sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut self.conn).await
         } else {
             let args = arguments(params)?;
-            sqlx::query_with(sqlx::AssertSqlSafe(sql), args)
-                .execute(&mut self.conn)
-                .await
+            sqlx::query_with(sqlx::AssertSqlSafe(sql), args).execute(&mut self.conn).await
         };
         Ok(done.map_err(|e| self.secret.error(e))?.rows_affected())
     }
@@ -213,9 +187,7 @@ impl MySqlConn {
             .fetch_all(&mut self.conn)
             .await
             .map_err(|e| self.secret.error(e))?;
-        rows.iter()
-            .map(|r| decode(r, columns).map_err(|e| self.secret.error(e)))
-            .collect()
+        rows.iter().map(|r| decode(r, columns).map_err(|e| self.secret.error(e))).collect()
     }
 
     /// Closes the connection, and with it the session.
@@ -237,9 +209,7 @@ fn arguments(params: &[Value]) -> Result<MySqlArguments, BackendError> {
             Value::Null(Kind::Int) => args.add(None::<i64>),
             Value::Null(Kind::Instant) => args.add(None::<NaiveDateTime>),
         };
-        added.map_err(|e| {
-            BackendError::new(BackendErrorKind::Decode, format!("cannot bind {p:?}: {e}"))
-        })?;
+        added.map_err(|e| BackendError::new(BackendErrorKind::Decode, format!("cannot bind {p:?}: {e}")))?;
     }
     Ok(args)
 }
@@ -250,11 +220,7 @@ fn utc_datetime(t: Instant) -> NaiveDateTime {
 }
 
 fn decode(row: &MySqlRow, columns: &[Column]) -> Result<Vec<Value>, sqlx::Error> {
-    columns
-        .iter()
-        .enumerate()
-        .map(|(i, c)| decode_column(row, i, c.kind))
-        .collect()
+    columns.iter().enumerate().map(|(i, c)| decode_column(row, i, c.kind)).collect()
 }
 
 fn decode_column(row: &MySqlRow, i: usize, kind: Kind) -> Result<Value, sqlx::Error> {
@@ -263,22 +229,15 @@ fn decode_column(row: &MySqlRow, i: usize, kind: Kind) -> Result<Value, sqlx::Er
             None => Value::Null(Kind::Text),
             Some(bytes) => Value::Text(String::from_utf8(bytes).map_err(|e| column_error(i, e))?),
         },
-        Kind::Int => row
-            .try_get::<Option<i64>, _>(i)?
-            .map_or(Value::Null(Kind::Int), Value::Int),
+        Kind::Int => row.try_get::<Option<i64>, _>(i)?.map_or(Value::Null(Kind::Int), Value::Int),
         Kind::Instant => row
             .try_get::<Option<NaiveDateTime>, _>(i)?
-            .map_or(Value::Null(Kind::Instant), |n| {
-                Value::Instant(Instant::from_chrono(n.and_utc()))
-            }),
+            .map_or(Value::Null(Kind::Instant), |n| Value::Instant(Instant::from_chrono(n.and_utc()))),
     })
 }
 
 fn column_error(index: usize, e: std::string::FromUtf8Error) -> sqlx::Error {
-    sqlx::Error::ColumnDecode {
-        index: index.to_string(),
-        source: format!("text is not UTF-8: {e}").into(),
-    }
+    sqlx::Error::ColumnDecode { index: index.to_string(), source: format!("text is not UTF-8: {e}").into() }
 }
 
 #[cfg(test)]
@@ -304,12 +263,7 @@ mod tests {
 
     /// No zone (sqlx's UTC session), a DST zone, an offset, and a zone with
     /// a 45-minute offset.
-    const ZONES: [Option<&str>; 4] = [
-        None,
-        Some("America/New_York"),
-        Some("+05:30"),
-        Some("Asia/Kathmandu"),
-    ];
+    const ZONES: [Option<&str>; 4] = [None, Some("America/New_York"), Some("+05:30"), Some("Asia/Kathmandu")];
 
     fn live_url() -> Option<String> {
         match std::env::var(URL_VARIABLE) {
@@ -322,73 +276,45 @@ mod tests {
     }
 
     fn dialect() -> Dialect {
-        Dialect::load(&Source::Embedded, "mysql")
-            .unwrap_or_else(|e| panic!("the mysql dialect does not load: {e:?}"))
+        Dialect::load(&Source::Embedded, "mysql").unwrap_or_else(|e| panic!("the mysql dialect does not load: {e:?}"))
     }
 
     async fn server(url: &str) -> MySqlServer {
-        connect(url)
-            .await
-            .unwrap_or_else(|e| panic!("cannot reach {URL_VARIABLE}: {e}"))
-            .1
+        connect(url).await.unwrap_or_else(|e| panic!("cannot reach {URL_VARIABLE}: {e}")).1
     }
 
     /// A namespace of this process no other test uses.
     fn namespace() -> String {
         static NEXT: AtomicU32 = AtomicU32::new(0);
-        format!(
-            "rc_mysqltest_{}_{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        )
+        format!("rc_mysqltest_{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
     }
 
     /// A connection inside a new namespace, with the session in `zone`.
-    async fn enter(
-        server: &MySqlServer,
-        dialect: &Dialect,
-        zone: Option<&str>,
-    ) -> (Connection, String) {
+    async fn enter(server: &MySqlServer, dialect: &Dialect, zone: Option<&str>) -> (Connection, String) {
         let mut conn = Connection::MySql(server.open().await.expect("open"));
         let ns = namespace();
-        namespace_script(&mut conn, dialect, "create_namespace", &ns)
-            .await
-            .expect("create_namespace");
-        namespace_script(&mut conn, dialect, "enter_namespace", &ns)
-            .await
-            .expect("enter_namespace");
+        namespace_script(&mut conn, dialect, "create_namespace", &ns).await.expect("create_namespace");
+        namespace_script(&mut conn, dialect, "enter_namespace", &ns).await.expect("enter_namespace");
         if let Some(zone) = zone {
             let mut engine = SqlEngine::new(dialect, Schema::Standard, &mut conn);
             engine
-                .call(Call::SetTimeZone {
-                    zone: zone.to_owned(),
-                })
+                .call(Call::SetTimeZone { zone: zone.to_owned() })
                 .await
-                .unwrap_or_else(|e| {
-                    panic!("set_time_zone {zone}: {e} (named zones need ci/mariadb-timezones.sh)")
-                });
+                .unwrap_or_else(|e| panic!("set_time_zone {zone}: {e} (named zones need ci/mariadb-timezones.sh)"));
         }
         (conn, ns)
     }
 
     async fn leave(mut conn: Connection, dialect: &Dialect, ns: &str) {
-        namespace_script(&mut conn, dialect, "drop_namespace", ns)
-            .await
-            .expect("drop_namespace");
+        namespace_script(&mut conn, dialect, "drop_namespace", ns).await.expect("drop_namespace");
         conn.close().await;
     }
 
     /// The session's current database and time zone.
     async fn session(conn: &mut MySqlConn) -> (Option<String>, String) {
         // A trivial probe of session state, for these tests only.
-        let row = sqlx::query("SELECT DATABASE(), @@session.time_zone")
-            .fetch_one(&mut conn.conn)
-            .await
-            .expect("probe");
-        (
-            row.try_get(0).expect("database"),
-            row.try_get(1).expect("time_zone"),
-        )
+        let row = sqlx::query("SELECT DATABASE(), @@session.time_zone").fetch_one(&mut conn.conn).await.expect("probe");
+        (row.try_get(0).expect("database"), row.try_get(1).expect("time_zone"))
     }
 
     fn instant(text: &str) -> Instant {
@@ -436,19 +362,11 @@ mod tests {
 
     /// The instants read back: (heartbeat_at, run_at, updated_at) per job,
     /// and expires_at per lease.
-    async fn read_instants(
-        engine: &mut SqlEngine<'_>,
-    ) -> (Vec<(Option<Instant>, Instant, Instant)>, Vec<Instant>) {
-        let Ok(Reply::Jobs(jobs)) = engine.call(Call::ReadJobs).await else {
-            panic!("read_jobs")
-        };
-        let Ok(Reply::Leases(leases)) = engine.call(Call::ReadLeases).await else {
-            panic!("read_leases")
-        };
+    async fn read_instants(engine: &mut SqlEngine<'_>) -> (Vec<(Option<Instant>, Instant, Instant)>, Vec<Instant>) {
+        let Ok(Reply::Jobs(jobs)) = engine.call(Call::ReadJobs).await else { panic!("read_jobs") };
+        let Ok(Reply::Leases(leases)) = engine.call(Call::ReadLeases).await else { panic!("read_leases") };
         (
-            jobs.iter()
-                .map(|j| (j.heartbeat_at, j.run_at, j.updated_at))
-                .collect(),
+            jobs.iter().map(|j| (j.heartbeat_at, j.run_at, j.updated_at)).collect(),
             leases.iter().map(|l| l.expires_at).collect(),
         )
     }
@@ -464,37 +382,16 @@ mod tests {
             let mut engine = SqlEngine::new(&dialect, Schema::Standard, &mut conn);
             engine.call(Call::CreateSchema).await.expect("schema");
             for (i, t) in instants.iter().enumerate() {
-                engine
-                    .call(Call::InsertJob(job(i, *t)))
-                    .await
-                    .expect("insert_job");
-                let lease = LeaseRow {
-                    name: format!("key:{i}"),
-                    owner: format!("job-{i}/1"),
-                    expires_at: *t,
-                };
-                engine
-                    .call(Call::InsertLease(lease))
-                    .await
-                    .expect("insert_lease");
+                engine.call(Call::InsertJob(job(i, *t))).await.expect("insert_job");
+                let lease = LeaseRow { name: format!("key:{i}"), owner: format!("job-{i}/1"), expires_at: *t };
+                engine.call(Call::InsertLease(lease)).await.expect("insert_lease");
             }
             // Read back in the zone written, then in every other zone.
             for reader in ZONES.iter().flatten() {
                 let (jobs, leases) = read_instants(&mut engine).await;
-                assert_eq!(
-                    jobs, want_jobs,
-                    "written in {zone:?}, read after switching zones"
-                );
-                assert_eq!(
-                    leases, instants,
-                    "written in {zone:?}, read after switching zones"
-                );
-                engine
-                    .call(Call::SetTimeZone {
-                        zone: (*reader).to_owned(),
-                    })
-                    .await
-                    .expect("set_time_zone");
+                assert_eq!(jobs, want_jobs, "written in {zone:?}, read after switching zones");
+                assert_eq!(leases, instants, "written in {zone:?}, read after switching zones");
+                engine.call(Call::SetTimeZone { zone: (*reader).to_owned() }).await.expect("set_time_zone");
             }
             leave(conn, &dialect, &ns).await;
         }
@@ -506,9 +403,7 @@ mod tests {
         let (server, dialect) = (server(&url).await, dialect());
         for zone in ZONES.iter().flatten() {
             let (mut conn, ns) = enter(&server, &dialect, Some(zone)).await;
-            let Connection::MySql(c) = &mut conn else {
-                unreachable!()
-            };
+            let Connection::MySql(c) = &mut conn else { unreachable!() };
             assert_eq!(session(c).await, (Some(ns.clone()), (*zone).to_owned()));
             leave(conn, &dialect, &ns).await;
         }
@@ -529,22 +424,13 @@ mod tests {
         const OPENS: u32 = 50;
         for _ in 0..OPENS {
             let mut next = server.open().await.expect("open");
-            assert_eq!(
-                session(&mut next).await,
-                pristine,
-                "a new connection inherited session state"
-            );
+            assert_eq!(session(&mut next).await, pristine, "a new connection inherited session state");
             next.close().await;
         }
         let each = started.elapsed() / OPENS;
-        println!(
-            "open + probe + close: {:.2} ms each over {OPENS}",
-            each.as_secs_f64() * 1e3
-        );
+        println!("open + probe + close: {:.2} ms each over {OPENS}", each.as_secs_f64() * 1e3);
         let mut conn = Connection::MySql(server.open().await.expect("open"));
-        namespace_script(&mut conn, &dialect, "drop_namespace", &ns)
-            .await
-            .expect("drop_namespace");
+        namespace_script(&mut conn, &dialect, "drop_namespace", &ns).await.expect("drop_namespace");
         conn.close().await;
     }
 
@@ -662,28 +548,15 @@ steps:
         let (server, dialect) = (server(&url).await, dialect());
         for (name, yaml) in SCENARIOS {
             let mut scenario = parse_text(yaml).unwrap_or_else(|e| panic!("{name}: {e:?}"));
-            let want = crate::driver::run(&scenario, &mut Model::new(scenario.schema), None)
-                .await
-                .expect("model");
-            assert!(
-                want.jobs.values().any(|j| j.status != Status::Processing),
-                "{name} changes nothing"
-            );
+            let want = crate::driver::run(&scenario, &mut Model::new(scenario.schema), None).await.expect("model");
+            assert!(want.jobs.values().any(|j| j.status != Status::Processing), "{name} changes nothing");
             for zone in ZONES {
                 scenario.session_time_zone = zone.map(str::to_owned);
                 let started = std::time::Instant::now();
-                let got = run_sql(&server, &dialect, &scenario)
-                    .await
-                    .unwrap_or_else(|e| panic!("{name} in {zone:?}: {e}"));
-                println!(
-                    "{name} in {zone:?}: {:.1} ms",
-                    started.elapsed().as_secs_f64() * 1e3
-                );
-                assert_eq!(
-                    yaml_of(&got),
-                    yaml_of(&want),
-                    "{name} in {zone:?}: the database differs from the model"
-                );
+                let got =
+                    run_sql(&server, &dialect, &scenario).await.unwrap_or_else(|e| panic!("{name} in {zone:?}: {e}"));
+                println!("{name} in {zone:?}: {:.1} ms", started.elapsed().as_secs_f64() * 1e3);
+                assert_eq!(yaml_of(&got), yaml_of(&want), "{name} in {zone:?}: the database differs from the model");
             }
         }
     }
@@ -696,9 +569,7 @@ steps:
     ) -> Result<Outcome, String> {
         let (mut conn, ns) = enter(server, dialect, None).await;
         let mut engine = SqlEngine::new(dialect, scenario.schema, &mut conn);
-        let outcome = crate::driver::run(scenario, &mut engine, None)
-            .await
-            .map_err(|e| e.to_string());
+        let outcome = crate::driver::run(scenario, &mut engine, None).await.map_err(|e| e.to_string());
         leave(conn, dialect, &ns).await;
         outcome
     }
@@ -711,24 +582,15 @@ steps:
     async fn the_version_names_the_product() {
         let Some(url) = live_url() else { return };
         let (version, _) = connect(&url).await.expect("connect");
-        assert!(
-            version.starts_with("mariadb ") || version.starts_with("mysql "),
-            "{version}"
-        );
+        assert!(version.starts_with("mariadb ") || version.starts_with("mysql "), "{version}");
         println!("reached {version}");
     }
 
     #[test]
     fn product_and_version_come_from_the_version_text() {
-        assert_eq!(
-            product_version("10.11.19-MariaDB-0+deb12u1"),
-            "mariadb 10.11.19"
-        );
+        assert_eq!(product_version("10.11.19-MariaDB-0+deb12u1"), "mariadb 10.11.19");
         assert_eq!(product_version("11.4.2-MariaDB"), "mariadb 11.4.2");
-        assert_eq!(
-            product_version("5.5.5-10.4.7-MariaDB-1:10.4.7+maria~bionic"),
-            "mariadb 10.4.7"
-        );
+        assert_eq!(product_version("5.5.5-10.4.7-MariaDB-1:10.4.7+maria~bionic"), "mariadb 10.4.7");
         assert_eq!(product_version("8.4.3"), "mysql 8.4.3");
         assert_eq!(product_version("8.0.36-commercial"), "mysql 8.0.36");
     }
@@ -738,54 +600,31 @@ steps:
         let secret = Secret::of("mysql://root:pa%24%24w0rd@db.example:3306/test");
         let message = "login pa$$w0rd failed; url mysql://root:pa%24%24w0rd@db.example/test";
         let scrubbed = secret.scrub(message);
-        assert!(
-            !scrubbed.contains("pa$$w0rd") && !scrubbed.contains("pa%24%24w0rd"),
-            "{scrubbed}"
-        );
-        assert_eq!(
-            scrubbed,
-            "login *** failed; url mysql://root:***@db.example/test"
-        );
-        assert_eq!(
-            Secret::of("mysql://root@db/test").scrub("root@db"),
-            "root@db"
-        );
+        assert!(!scrubbed.contains("pa$$w0rd") && !scrubbed.contains("pa%24%24w0rd"), "{scrubbed}");
+        assert_eq!(scrubbed, "login *** failed; url mysql://root:***@db.example/test");
+        assert_eq!(Secret::of("mysql://root@db/test").scrub("root@db"), "root@db");
         assert_eq!(percent_decoded("a%2Bb%zz%4"), "a+b%zz%4");
     }
 
     #[tokio::test]
     async fn connecting_fails_in_bounded_time_without_the_password() {
         // Something listening that never says hello: only the timeout ends it.
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let port = listener.local_addr().expect("addr").port();
         let silent = format!("mysql://root:hunter2-secret@127.0.0.1:{port}/test");
         let started = std::time::Instant::now();
-        let Err(e) = connect_within(&silent, Duration::from_millis(300)).await else {
-            panic!("connected to nothing")
-        };
-        assert!(
-            started.elapsed() < Duration::from_secs(3),
-            "took {:?}",
-            started.elapsed()
-        );
+        let Err(e) = connect_within(&silent, Duration::from_millis(300)).await else { panic!("connected to nothing") };
+        assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
         assert_eq!(e.kind, BackendErrorKind::Connection, "{e}");
         assert!(!e.message.contains("hunter2"), "{e}");
         drop(listener);
         // A refused port, and (with a server) a wrong password.
-        let Err(e) = connect("mysql://root:hunter2-secret@127.0.0.1:1/test").await else {
-            panic!("port 1 answered")
-        };
+        let Err(e) = connect("mysql://root:hunter2-secret@127.0.0.1:1/test").await else { panic!("port 1 answered") };
         assert!(!e.message.contains("hunter2"), "{e}");
         let Some(url) = live_url() else { return };
         let mut wrong = url::Url::parse(&url).expect("a URL");
-        wrong
-            .set_password(Some("hunter2-secret"))
-            .expect("settable");
-        let Err(e) = connect(wrong.as_str()).await else {
-            panic!("the server took a wrong password")
-        };
+        wrong.set_password(Some("hunter2-secret")).expect("settable");
+        let Err(e) = connect(wrong.as_str()).await else { panic!("the server took a wrong password") };
         assert_eq!(e.kind, BackendErrorKind::Database, "{e}");
         assert!(!e.message.contains("hunter2"), "{e}");
     }

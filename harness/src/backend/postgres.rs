@@ -81,33 +81,20 @@ pub async fn connect(url: &str, wanted: Product) -> Result<PgServer, BackendErro
     connect_within(url, wanted, CONNECT_TIMEOUT).await
 }
 
-async fn connect_within(
-    url: &str,
-    wanted: Product,
-    timeout: Duration,
-) -> Result<PgServer, BackendError> {
+async fn connect_within(url: &str, wanted: Product, timeout: Duration) -> Result<PgServer, BackendError> {
     let hide = |e: BackendError| hide_password(e, url);
     let options = PgConnectOptions::from_str(url).map_err(|e| hide(e.into()))?;
     let reported = probe_version(&options, timeout).await.map_err(hide)?;
     let version = expect_product(&reported, wanted)?;
-    let pool = PgPoolOptions::new()
-        .max_connections(MAX_CONNECTIONS)
-        .acquire_timeout(timeout)
-        .connect_lazy_with(options);
-    Ok(PgServer {
-        pool,
-        url: url.to_owned(),
-        version,
-    })
+    let pool =
+        PgPoolOptions::new().max_connections(MAX_CONNECTIONS).acquire_timeout(timeout).connect_lazy_with(options);
+    Ok(PgServer { pool, url: url.to_owned(), version })
 }
 
 /// The server's `version()` text, asked on a connection of its own: the
 /// pool retries a refused connection until its timeout, where this fails at
 /// once with the cause.
-async fn probe_version(
-    options: &PgConnectOptions,
-    timeout: Duration,
-) -> Result<String, BackendError> {
+async fn probe_version(options: &PgConnectOptions, timeout: Duration) -> Result<String, BackendError> {
     let mut probe = connect_once(options, timeout).await?;
     let reported = server_version(&mut probe).await;
     let _ = probe.close().await;
@@ -122,18 +109,13 @@ fn expect_product(reported: &str, wanted: Product) -> Result<String, BackendErro
     let version = format!("{} {number}", product.name());
     if product != wanted {
         let (wanted, found) = (wanted.name(), product.name());
-        return Err(refuse(format!(
-            "the url reaches {version}, not {wanted}; give it to the {found} target instead"
-        )));
+        return Err(refuse(format!("the url reaches {version}, not {wanted}; give it to the {found} target instead")));
     }
     Ok(version)
 }
 
 /// A new connection, or an error once `timeout` has passed.
-async fn connect_once(
-    options: &PgConnectOptions,
-    timeout: Duration,
-) -> Result<PgConnection, BackendError> {
+async fn connect_once(options: &PgConnectOptions, timeout: Duration) -> Result<PgConnection, BackendError> {
     match tokio::time::timeout(timeout, options.connect()).await {
         Ok(conn) => Ok(conn?),
         Err(_) => Err(timed_out(options, timeout)),
@@ -141,15 +123,8 @@ async fn connect_once(
 }
 
 fn timed_out(options: &PgConnectOptions, timeout: Duration) -> BackendError {
-    let (host, port, secs) = (
-        options.get_host(),
-        options.get_port(),
-        timeout.as_secs_f64(),
-    );
-    BackendError::new(
-        BackendErrorKind::Connection,
-        format!("no connection to {host}:{port} within {secs} s"),
-    )
+    let (host, port, secs) = (options.get_host(), options.get_port(), timeout.as_secs_f64());
+    BackendError::new(BackendErrorKind::Connection, format!("no connection to {host}:{port} within {secs} s"))
 }
 
 /// The text of `SELECT version()`.
@@ -169,10 +144,7 @@ fn parse_version(text: &str) -> Result<(Product, String), String> {
     let number = match words.next() {
         Some("PostgreSQL") => words.next().map(|n| (Product::Postgres, n.to_owned())),
         Some("CockroachDB") => words
-            .find_map(|w| {
-                w.strip_prefix('v')
-                    .filter(|n| n.starts_with(|c: char| c.is_ascii_digit()))
-            })
+            .find_map(|w| w.strip_prefix('v').filter(|n| n.starts_with(|c: char| c.is_ascii_digit())))
             .map(|n| (Product::Cockroach, n.to_owned())),
         _ => None,
     };
@@ -198,10 +170,9 @@ impl PgServer {
     pub async fn open(&self) -> Result<PgConn, BackendError> {
         let opened = async {
             let conn = self.pool.acquire().await.map_err(|e| match e {
-                sqlx::Error::PoolTimedOut => timed_out(
-                    &self.pool.connect_options(),
-                    self.pool.options().get_acquire_timeout(),
-                ),
+                sqlx::Error::PoolTimedOut => {
+                    timed_out(&self.pool.connect_options(), self.pool.options().get_acquire_timeout())
+                }
                 other => other.into(),
             })?;
             let mut conn = PgConn { conn };
@@ -228,10 +199,7 @@ impl PgConn {
         // setting to the connection's default. Both products accept it, and
         // it is no dialect's business: dialects say what a scenario does,
         // this undoes it.
-        sqlx::query("RESET ALL")
-            .persistent(false)
-            .execute(&mut *self.conn)
-            .await?;
+        sqlx::query("RESET ALL").persistent(false).execute(&mut *self.conn).await?;
         Ok(())
     }
 
@@ -255,9 +223,7 @@ impl PgConn {
     /// Runs one command; returns the rows it changed.
     pub async fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, BackendError> {
         let args = Self::arguments(params)?;
-        let done = sqlx::query_with(sqlx::AssertSqlSafe(sql), args)
-            .execute(&mut *self.conn)
-            .await?;
+        let done = sqlx::query_with(sqlx::AssertSqlSafe(sql), args).execute(&mut *self.conn).await?;
         Ok(done.rows_affected())
     }
 
@@ -269,9 +235,7 @@ impl PgConn {
         columns: &[Column],
     ) -> Result<Vec<Vec<Value>>, BackendError> {
         let args = Self::arguments(params)?;
-        let rows = sqlx::query_with(sqlx::AssertSqlSafe(sql), args)
-            .fetch_all(&mut *self.conn)
-            .await?;
+        let rows = sqlx::query_with(sqlx::AssertSqlSafe(sql), args).fetch_all(&mut *self.conn).await?;
         rows.iter().map(|r| decode(r, columns)).collect()
     }
 
@@ -286,33 +250,19 @@ fn decode(row: &PgRow, columns: &[Column]) -> Result<Vec<Value>, BackendError> {
     if row.len() != columns.len() {
         return Err(BackendError::new(
             BackendErrorKind::Decode,
-            format!(
-                "a row has {} columns, the contract declares {}",
-                row.len(),
-                columns.len()
-            ),
+            format!("a row has {} columns, the contract declares {}", row.len(), columns.len()),
         ));
     }
-    columns
-        .iter()
-        .enumerate()
-        .map(|(i, c)| decode_column(row, i, c.kind))
-        .collect()
+    columns.iter().enumerate().map(|(i, c)| decode_column(row, i, c.kind)).collect()
 }
 
 fn decode_column(row: &PgRow, i: usize, kind: Kind) -> Result<Value, BackendError> {
     Ok(match kind {
-        Kind::Text => row
-            .try_get::<Option<String>, _>(i)?
-            .map_or(Value::Null(kind), Value::Text),
-        Kind::Int => row
-            .try_get::<Option<i64>, _>(i)?
-            .map_or(Value::Null(kind), Value::Int),
+        Kind::Text => row.try_get::<Option<String>, _>(i)?.map_or(Value::Null(kind), Value::Text),
+        Kind::Int => row.try_get::<Option<i64>, _>(i)?.map_or(Value::Null(kind), Value::Int),
         Kind::Instant => row
             .try_get::<Option<DateTime<Utc>>, _>(i)?
-            .map_or(Value::Null(kind), |t| {
-                Value::Instant(Instant::from_chrono(t))
-            }),
+            .map_or(Value::Null(kind), |t| Value::Instant(Instant::from_chrono(t))),
     })
 }
 
@@ -334,54 +284,32 @@ mod tests {
     /// The server of `REAPCHECK_POSTGRES_URL`, or `None` (and a line saying
     /// so) when it is not set.
     async fn server() -> Option<Server> {
-        let Some(url) = std::env::var(URL_VARIABLE)
-            .ok()
-            .filter(|u| !u.trim().is_empty())
-        else {
+        let Some(url) = std::env::var(URL_VARIABLE).ok().filter(|u| !u.trim().is_empty()) else {
             println!("skipped: {URL_VARIABLE} not set");
             return None;
         };
-        Some(
-            backend::postgres(&url)
-                .await
-                .unwrap_or_else(|e| panic!("{URL_VARIABLE} is set but unreachable: {e}")),
-        )
+        Some(backend::postgres(&url).await.unwrap_or_else(|e| panic!("{URL_VARIABLE} is set but unreachable: {e}")))
     }
 
     fn dialect(name: &str) -> Dialect {
-        Dialect::load(&Source::Embedded, name)
-            .unwrap_or_else(|errors| panic!("dialect {name}: {errors:?}"))
+        Dialect::load(&Source::Embedded, name).unwrap_or_else(|errors| panic!("dialect {name}: {errors:?}"))
     }
 
     /// A namespace no other test (or test process) uses.
     fn namespace() -> String {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
-        format!(
-            "rc_pgtest_{}_{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        )
+        format!("rc_pgtest_{}_{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
     }
 
     /// Runs `body` on a new connection inside a new namespace, and drops the
     /// namespace before returning what `body` returned.
-    async fn in_namespace<T>(
-        server: &Server,
-        dialect: &Dialect,
-        body: impl AsyncFnOnce(&mut Connection) -> T,
-    ) -> T {
+    async fn in_namespace<T>(server: &Server, dialect: &Dialect, body: impl AsyncFnOnce(&mut Connection) -> T) -> T {
         let mut conn = server.open().await.expect("a connection opens");
         let ns = namespace();
-        sql::namespace_script(&mut conn, dialect, "create_namespace", &ns)
-            .await
-            .expect("the namespace is created");
-        sql::namespace_script(&mut conn, dialect, "enter_namespace", &ns)
-            .await
-            .expect("the namespace is entered");
+        sql::namespace_script(&mut conn, dialect, "create_namespace", &ns).await.expect("the namespace is created");
+        sql::namespace_script(&mut conn, dialect, "enter_namespace", &ns).await.expect("the namespace is entered");
         let result = body(&mut conn).await;
-        sql::namespace_script(&mut conn, dialect, "drop_namespace", &ns)
-            .await
-            .expect("the namespace is dropped");
+        sql::namespace_script(&mut conn, dialect, "drop_namespace", &ns).await.expect("the namespace is dropped");
         conn.close().await;
         result
     }
@@ -389,16 +317,10 @@ mod tests {
     /// `scenario` on the model and on the server; the two outcomes.
     async fn both(server: &Server, dialect: &Dialect, yaml: &str) -> (Outcome, Outcome) {
         let scenario: Scenario = scenario::parse_text(yaml).unwrap_or_else(|(_, e)| panic!("{e}"));
-        let expected = crate::driver::run(&scenario, &mut Model::new(scenario.schema), None)
-            .await
-            .expect("the model runs");
+        let expected =
+            crate::driver::run(&scenario, &mut Model::new(scenario.schema), None).await.expect("the model runs");
         let actual = in_namespace(server, dialect, async |conn| {
-            crate::driver::run(
-                &scenario,
-                &mut SqlEngine::new(dialect, scenario.schema, conn),
-                None,
-            )
-            .await
+            crate::driver::run(&scenario, &mut SqlEngine::new(dialect, scenario.schema, conn), None).await
         })
         .await
         .unwrap_or_else(|e| panic!("{}: {e}", scenario.description));
@@ -422,52 +344,28 @@ mod tests {
         for name in ["postgres", "cockroach"] {
             let d = dialect(name);
             assert_eq!(d.name, name);
-            assert_eq!(
-                d.statements().count(),
-                crate::dialect::contract::required_names().count()
-            );
+            assert_eq!(d.statements().count(), crate::dialect::contract::required_names().count());
         }
     }
 
     #[test]
     fn version_texts_name_the_product() {
         let pg = "PostgreSQL 15.20 (Debian 15.20-0+deb12u1) on x86_64-pc-linux-gnu, compiled by gcc, 64-bit";
-        assert_eq!(
-            parse_version(pg),
-            Ok((Product::Postgres, "15.20".to_owned()))
-        );
-        let crdb =
-            "CockroachDB CCL v23.1.11 (x86_64-pc-linux-gnu, built 2023/09/27 01:53:43, go1.19.10)";
-        assert_eq!(
-            parse_version(crdb),
-            Ok((Product::Cockroach, "23.1.11".to_owned()))
-        );
-        assert_eq!(
-            parse_version("CockroachDB OSS v19.2.0 (x86_64)"),
-            Ok((Product::Cockroach, "19.2.0".to_owned()))
-        );
+        assert_eq!(parse_version(pg), Ok((Product::Postgres, "15.20".to_owned())));
+        let crdb = "CockroachDB CCL v23.1.11 (x86_64-pc-linux-gnu, built 2023/09/27 01:53:43, go1.19.10)";
+        assert_eq!(parse_version(crdb), Ok((Product::Cockroach, "23.1.11".to_owned())));
+        assert_eq!(parse_version("CockroachDB OSS v19.2.0 (x86_64)"), Ok((Product::Cockroach, "19.2.0".to_owned())));
         let refused = expect_product(crdb, Product::Postgres).unwrap_err().message;
-        assert!(
-            refused.contains("reaches cockroach 23.1.11, not postgres"),
-            "{refused}"
-        );
-        assert_eq!(
-            expect_product(pg, Product::Postgres).ok().as_deref(),
-            Some("postgres 15.20")
-        );
+        assert!(refused.contains("reaches cockroach 23.1.11, not postgres"), "{refused}");
+        assert_eq!(expect_product(pg, Product::Postgres).ok().as_deref(), Some("postgres 15.20"));
         let other = parse_version("8.0.36 MySQL Community Server").unwrap_err();
-        assert!(
-            other.contains("neither") && other.contains("8.0.36"),
-            "{other}"
-        );
+        assert!(other.contains("neither") && other.contains("8.0.36"), "{other}");
     }
 
     #[tokio::test]
     async fn an_unreachable_server_fails_without_the_password() {
         let url = "postgres://app:hunter2%21x@127.0.0.1:1/test";
-        let Err(e) = backend::postgres(url).await else {
-            panic!("port 1 answered")
-        };
+        let Err(e) = backend::postgres(url).await else { panic!("port 1 answered") };
         assert_eq!(e.kind, BackendErrorKind::Connection, "{e}");
         assert!(!e.message.contains("hunter2"), "{e}");
     }
@@ -476,28 +374,15 @@ mod tests {
     async fn a_silent_server_times_out() {
         // Accepts TCP connections (the kernel does, from the backlog) and
         // never answers the startup message.
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("a local port");
-        let url = format!(
-            "postgres://app:hunter2@{}/test",
-            listener.local_addr().expect("bound")
-        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a local port");
+        let url = format!("postgres://app:hunter2@{}/test", listener.local_addr().expect("bound"));
         let started = std::time::Instant::now();
-        let Err(e) = connect_within(&url, Product::Postgres, Duration::from_millis(300)).await
-        else {
+        let Err(e) = connect_within(&url, Product::Postgres, Duration::from_millis(300)).await else {
             panic!("a silent server was accepted")
         };
-        assert!(
-            started.elapsed() < Duration::from_secs(3),
-            "took {:?}",
-            started.elapsed()
-        );
+        assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
         assert_eq!(e.kind, BackendErrorKind::Connection);
-        assert!(
-            e.message.contains("within 0.3 s") && !e.message.contains("hunter2"),
-            "{e}"
-        );
+        assert!(e.message.contains("within 0.3 s") && !e.message.contains("hunter2"), "{e}");
     }
 
     #[tokio::test]
@@ -505,15 +390,11 @@ mod tests {
         let Some(server) = server().await else { return };
         let version = server.version();
         assert!(
-            version
-                .strip_prefix("postgres ")
-                .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit())),
+            version.strip_prefix("postgres ").is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit())),
             "{version}"
         );
         let url = std::env::var(URL_VARIABLE).expect("set");
-        let Err(e) = backend::cockroach(&url).await else {
-            panic!("postgresql was taken for cockroachdb")
-        };
+        let Err(e) = backend::cockroach(&url).await else { panic!("postgresql was taken for cockroachdb") };
         assert!(e.message.contains("not cockroach"), "{e}");
     }
 
@@ -526,64 +407,36 @@ mod tests {
         // The URL's own password, so that the server gets past it to the
         // missing database; a made-up one where it trusts without.
         if url.password().is_none() {
-            url.set_password(Some("hunter2%21x"))
-                .expect("a password fits");
+            url.set_password(Some("hunter2%21x")).expect("a password fits");
         }
         let password = url.password().expect("set above").to_owned();
         url.set_path("/rc_no_such_database");
-        let Err(e) = backend::postgres(url.as_str()).await else {
-            panic!("a missing database was reached")
-        };
+        let Err(e) = backend::postgres(url.as_str()).await else { panic!("a missing database was reached") };
         assert!(e.message.contains("rc_no_such_database"), "{e}");
-        assert!(
-            !e.message.contains(&password) && !e.message.contains("hunter2"),
-            "{e}"
-        );
+        assert!(!e.message.contains(&password) && !e.message.contains("hunter2"), "{e}");
     }
 
     /// The session's `TimeZone`. A test probe, like the version probe: no
     /// dialect statement reads a setting back.
     async fn time_zone(conn: &mut Connection) -> String {
-        let Connection::Postgres(c) = conn else {
-            unreachable!("a postgres server gives postgres connections")
-        };
-        sqlx::query_scalar::<_, String>("SHOW TimeZone")
-            .fetch_one(&mut *c.conn)
-            .await
-            .expect("a time zone")
+        let Connection::Postgres(c) = conn else { unreachable!("a postgres server gives postgres connections") };
+        sqlx::query_scalar::<_, String>("SHOW TimeZone").fetch_one(&mut *c.conn).await.expect("a time zone")
     }
 
     #[tokio::test]
     async fn a_reused_connection_has_the_session_defaults() {
         let Some(server) = server().await else { return };
-        let Server::Postgres(pg) = &server else {
-            unreachable!("backend::postgres gives a postgres server")
-        };
+        let Server::Postgres(pg) = &server else { unreachable!("backend::postgres gives a postgres server") };
         let dialect = dialect("postgres");
         let mut first = server.open().await.expect("a connection opens");
         let default_zone = time_zone(&mut first).await;
         let ns = namespace();
-        sql::namespace_script(&mut first, &dialect, "create_namespace", &ns)
-            .await
-            .expect("created");
-        sql::namespace_script(&mut first, &dialect, "enter_namespace", &ns)
-            .await
-            .expect("entered");
+        sql::namespace_script(&mut first, &dialect, "create_namespace", &ns).await.expect("created");
+        sql::namespace_script(&mut first, &dialect, "enter_namespace", &ns).await.expect("entered");
         let mut engine = SqlEngine::new(&dialect, Schema::Standard, &mut first);
-        engine
-            .call(Call::SetTimeZone {
-                zone: "Asia/Kathmandu".into(),
-            })
-            .await
-            .expect("the zone is set");
-        engine
-            .call(Call::CreateSchema)
-            .await
-            .expect("the tables are created");
-        engine
-            .call(Call::ReadJobs)
-            .await
-            .expect("the first session sees its tables");
+        engine.call(Call::SetTimeZone { zone: "Asia/Kathmandu".into() }).await.expect("the zone is set");
+        engine.call(Call::CreateSchema).await.expect("the tables are created");
+        engine.call(Call::ReadJobs).await.expect("the first session sees its tables");
         assert_eq!(time_zone(&mut first).await, "Asia/Kathmandu");
         first.close().await;
         // The pool takes a connection back in a task of its own.
@@ -595,30 +448,16 @@ mod tests {
         }
         let mut second = server.open().await.expect("a connection reopens");
         let reused = pg.pool.size();
-        let Connection::Postgres(c) = &second else {
-            unreachable!("a postgres server gives postgres connections")
-        };
+        let Connection::Postgres(c) = &second else { unreachable!("a postgres server gives postgres connections") };
         let cached = c.conn.cached_statements_size();
         let zone = time_zone(&mut second).await;
-        let read = SqlEngine::new(&dialect, Schema::Standard, &mut second)
-            .call(Call::ReadJobs)
-            .await;
-        sql::namespace_script(&mut second, &dialect, "drop_namespace", &ns)
-            .await
-            .expect("dropped");
+        let read = SqlEngine::new(&dialect, Schema::Standard, &mut second).call(Call::ReadJobs).await;
+        sql::namespace_script(&mut second, &dialect, "drop_namespace", &ns).await.expect("dropped");
         second.close().await;
-        assert_eq!(
-            reused, 1,
-            "the second open did not reuse the first connection"
-        );
+        assert_eq!(reused, 1, "the second open did not reuse the first connection");
         assert_eq!(zone, default_zone, "the time zone leaked");
-        assert_eq!(
-            cached, 0,
-            "statements prepared for the last namespace are still cached"
-        );
-        let Err(e) = read else {
-            panic!("the search_path leaked: {read:?}")
-        };
+        assert_eq!(cached, 0, "statements prepared for the last namespace are still cached");
+        let Err(e) = read else { panic!("the search_path leaked: {read:?}") };
         assert!(e.to_string().contains("jobs"), "{e}");
     }
 
@@ -640,34 +479,19 @@ mod tests {
         "9999-12-31T23:59:59.999999Z",
     ];
 
-    async fn round_trip(
-        server: &Server,
-        dialect: &Dialect,
-        zone: Option<&str>,
-    ) -> Result<(Reply, Reply), EngineError> {
+    async fn round_trip(server: &Server, dialect: &Dialect, zone: Option<&str>) -> Result<(Reply, Reply), EngineError> {
         in_namespace(server, dialect, async |conn| {
             let mut engine = SqlEngine::new(dialect, Schema::Standard, conn);
             if let Some(zone) = zone {
-                engine
-                    .call(Call::SetTimeZone {
-                        zone: zone.to_owned(),
-                    })
-                    .await?;
+                engine.call(Call::SetTimeZone { zone: zone.to_owned() }).await?;
             }
             engine.call(Call::CreateSchema).await?;
             for (i, text) in INSTANTS.iter().enumerate() {
-                let lease = LeaseRow {
-                    name: format!("i{i:02}"),
-                    owner: "o".into(),
-                    expires_at: at(text),
-                };
+                let lease = LeaseRow { name: format!("i{i:02}"), owner: "o".into(), expires_at: at(text) };
                 engine.call(Call::InsertLease(lease)).await?;
                 engine.call(Call::InsertJob(job(i, at(text)))).await?;
             }
-            Ok((
-                engine.call(Call::ReadLeases).await?,
-                engine.call(Call::ReadJobs).await?,
-            ))
+            Ok((engine.call(Call::ReadLeases).await?, engine.call(Call::ReadJobs).await?))
         })
         .await
     }
@@ -696,40 +520,18 @@ mod tests {
     async fn instants_round_trip_to_the_microsecond_in_any_session_time_zone() {
         let Some(server) = server().await else { return };
         let dialect = dialect("postgres");
-        for zone in [
-            None,
-            Some("America/New_York"),
-            Some("+05:30"),
-            Some("Asia/Kathmandu"),
-        ] {
-            let (leases, jobs) = round_trip(&server, &dialect, zone)
-                .await
-                .unwrap_or_else(|e| panic!("{zone:?}: {e}"));
-            let Reply::Leases(leases) = leases else {
-                panic!("{leases:?}")
-            };
+        for zone in [None, Some("America/New_York"), Some("+05:30"), Some("Asia/Kathmandu")] {
+            let (leases, jobs) = round_trip(&server, &dialect, zone).await.unwrap_or_else(|e| panic!("{zone:?}: {e}"));
+            let Reply::Leases(leases) = leases else { panic!("{leases:?}") };
             let read: Vec<_> = leases.iter().map(|l| l.expires_at).collect();
-            assert_eq!(
-                read,
-                INSTANTS.iter().map(|t| at(t)).collect::<Vec<_>>(),
-                "zone {zone:?}"
-            );
-            let Reply::Jobs(jobs) = jobs else {
-                panic!("{jobs:?}")
-            };
+            assert_eq!(read, INSTANTS.iter().map(|t| at(t)).collect::<Vec<_>>(), "zone {zone:?}");
+            let Reply::Jobs(jobs) = jobs else { panic!("{jobs:?}") };
             assert_eq!(jobs.len(), INSTANTS.len());
             for (i, row) in jobs.iter().enumerate() {
                 let t = at(INSTANTS[i]);
                 let expected = job(i, t);
-                let instants = |r: &JobRow| {
-                    (
-                        r.id.clone(),
-                        r.heartbeat_at,
-                        r.run_at,
-                        r.updated_at,
-                        r.claim_token.clone(),
-                    )
-                };
+                let instants =
+                    |r: &JobRow| (r.id.clone(), r.heartbeat_at, r.run_at, r.updated_at, r.claim_token.clone());
                 assert_eq!(instants(row), instants(&expected), "zone {zone:?}");
             }
         }
@@ -894,13 +696,7 @@ expect:
         for yaml in SCENARIOS {
             let (expected, actual) = both(server, dialect, yaml).await;
             let name = &dialect.name;
-            assert_eq!(
-                actual,
-                expected,
-                "{yaml}\nmodel:\n{}\n{name}:\n{}",
-                expected.to_yaml(),
-                actual.to_yaml()
-            );
+            assert_eq!(actual, expected, "{yaml}\nmodel:\n{}\n{name}:\n{}", expected.to_yaml(), actual.to_yaml());
         }
     }
 
@@ -914,16 +710,9 @@ expect:
     /// which CockroachDB compares by its bytes, becomes `text COLLATE "C"`.
     fn cockroach_in_postgres_words() -> Dialect {
         let cockroach = dialect("cockroach");
-        let types = |schema| {
-            cockroach
-                .statement("schema", schema)
-                .sql
-                .replace("STRING", "text COLLATE \"C\"")
-        };
+        let types = |schema| cockroach.statement("schema", schema).sql.replace("STRING", "text COLLATE \"C\"");
         let (standard, legacy) = (types(Schema::Standard), types(Schema::Legacy));
-        cockroach
-            .with_sql("schema", standard)
-            .with_sql("legacy_schema", legacy)
+        cockroach.with_sql("schema", standard).with_sql("legacy_schema", legacy)
     }
 
     #[tokio::test]
@@ -934,10 +723,7 @@ expect:
         let Some(server) = server().await else { return };
         let patched = cockroach_in_postgres_words();
         assert!(
-            patched
-                .statement("schema", Schema::Legacy)
-                .sql
-                .contains("text COLLATE"),
+            patched.statement("schema", Schema::Legacy).sql.contains("text COLLATE"),
             "the legacy schema was patched"
         );
         check_scenarios(&server, &patched).await;

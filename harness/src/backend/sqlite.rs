@@ -53,7 +53,12 @@ impl SqliteConn {
     }
 
     /// Runs one query and decodes its rows.
-    pub async fn query(&mut self, sql: &str, params: &[Value], columns: &[Column]) -> Result<Vec<Vec<Value>>, BackendError> {
+    pub async fn query(
+        &mut self,
+        sql: &str,
+        params: &[Value],
+        columns: &[Column],
+    ) -> Result<Vec<Vec<Value>>, BackendError> {
         let args = Self::arguments(params)?;
         let rows = sqlx::query_with(sqlx::AssertSqlSafe(sql), args).fetch_all(&mut self.conn).await?;
         rows.iter().map(|r| decode(r, columns)).collect()

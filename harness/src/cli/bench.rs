@@ -36,7 +36,10 @@ pub fn bench(args: BenchArgs) -> ExitCode {
             return ExitCode::from(EXIT_INVALID);
         }
     };
-    let (scenarios, dialects) = match (args.inputs.scenarios(&[], false), args.inputs.dialects(&targets.iter().map(|t| t.dialect()).collect::<Vec<_>>())) {
+    let (scenarios, dialects) = match (
+        args.inputs.scenarios(&[], false),
+        args.inputs.dialects(&targets.iter().map(|t| t.dialect()).collect::<Vec<_>>()),
+    ) {
         (Ok(s), Ok(d)) => (s, d),
         (s, d) => {
             if let Err(e) = s {

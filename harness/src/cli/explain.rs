@@ -31,15 +31,11 @@ pub fn explain(args: ExplainArgs) -> ExitCode {
     };
     let s = &loaded.scenario;
     println!("{}: {}", args.file.display(), s.description.trim());
-    println!(
-        "clock starts at {}; app heartbeat_grace {}s; {} schema",
-        s.now, s.settings.heartbeat_grace, s.schema
-    );
+    println!("clock starts at {}; app heartbeat_grace {}s; {} schema", s.now, s.settings.heartbeat_grace, s.schema);
     let mut trace = Vec::new();
     let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a runtime starts");
-    let outcome = runtime
-        .block_on(driver::run(s, &mut Model::new(s.schema), Some(&mut trace)))
-        .expect("the model never fails");
+    let outcome =
+        runtime.block_on(driver::run(s, &mut Model::new(s.schema), Some(&mut trace))).expect("the model never fails");
     for line in trace {
         println!("{line}");
     }

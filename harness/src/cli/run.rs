@@ -178,14 +178,18 @@ async fn run_all(
             Reach::Skipped(reason) if !required.contains(&target) => {
                 println!("skipped: {target} ({} scenarios): {reason}", scenarios.len());
                 let verdict = Verdict::Skipped(reason);
-                records.extend(scenarios.iter().map(|s| record(s, target.name(), "not run", verdict.clone(), Instant::now())));
+                records.extend(
+                    scenarios.iter().map(|s| record(s, target.name(), "not run", verdict.clone(), Instant::now())),
+                );
                 continue;
             }
             Reach::Skipped(reason) | Reach::Unreachable(reason) => {
                 let why = if required.contains(&target) { " (required by REAPCHECK_REQUIRE)" } else { "" };
                 println!("FAIL     {target}{why} ({} scenarios not run): {reason}", scenarios.len());
                 let verdict = Verdict::Fail(format!("not run: {reason}"));
-                records.extend(scenarios.iter().map(|s| record(s, target.name(), "not reached", verdict.clone(), Instant::now())));
+                records.extend(
+                    scenarios.iter().map(|s| record(s, target.name(), "not reached", verdict.clone(), Instant::now())),
+                );
                 continue;
             }
         };
@@ -224,7 +228,12 @@ fn record(s: &LoadedScenario, target: &str, server: &str, verdict: Verdict, star
 }
 
 /// Writes a declared divergence's own snapshot from the target's outcome.
-async fn accept_divergence(s: &LoadedScenario, target: Target, server: &reapcheck::backend::Server, dialect: &Dialect) -> Verdict {
+async fn accept_divergence(
+    s: &LoadedScenario,
+    target: Target,
+    server: &reapcheck::backend::Server,
+    dialect: &Dialect,
+) -> Verdict {
     let path = snapshot::path(&s.path, Some(target.name()));
     match runner::run_on(server, dialect, s).await {
         Err(e) => Verdict::Fail(format!("{target} failed: {e}")),

@@ -112,8 +112,17 @@ pub const CONTRACT: &[StatementSpec] = &[
     StatementSpec {
         name: "insert_job",
         params: &[
-            "id", "class", "queue", "status", "attempts", "max_retries", "claim_timeout", "claim_token",
-            "heartbeat_at", "run_at", "updated_at",
+            "id",
+            "class",
+            "queue",
+            "status",
+            "attempts",
+            "max_retries",
+            "claim_timeout",
+            "claim_token",
+            "heartbeat_at",
+            "run_at",
+            "updated_at",
         ],
         shape: Shape::Update,
         has_legacy: true,
@@ -281,9 +290,7 @@ pub const NAMESPACE_MARKER: &str = "{namespace}";
 /// The statement called `name` (a `legacy_` prefix names the same spec).
 pub fn spec(name: &str) -> Option<&'static StatementSpec> {
     let base = name.strip_prefix("legacy_").unwrap_or(name);
-    CONTRACT
-        .iter()
-        .find(|s| s.name == base && (base == name || s.has_legacy))
+    CONTRACT.iter().find(|s| s.name == base && (base == name || s.has_legacy))
 }
 
 /// Every statement name a complete dialect defines.

@@ -215,7 +215,8 @@ pub fn named_blocks(text: &str) -> Result<Vec<NamedBlock>, (usize, String)> {
 mod tests {
     use super::*;
 
-    const SQL: &str = "SELECT ':not', \"a:b\", x::text -- :nor\n FROM t /* :neither */ WHERE a = :id AND b < :now AND c = :id";
+    const SQL: &str =
+        "SELECT ':not', \"a:b\", x::text -- :nor\n FROM t /* :neither */ WHERE a = :id AND b < :now AND c = :id";
 
     #[test]
     fn finds_parameters_outside_strings_comments_and_casts() {
@@ -248,8 +249,12 @@ mod tests {
 
     #[test]
     fn files_split_at_name_markers() {
-        let blocks = named_blocks("-- header comment\n\n-- name: claim\nUPDATE jobs;\n-- name: heartbeat\nUPDATE x;\n").unwrap();
-        assert_eq!(blocks.iter().map(|b| (b.name.as_str(), b.line)).collect::<Vec<_>>(), vec![("claim", 3), ("heartbeat", 5)]);
+        let blocks =
+            named_blocks("-- header comment\n\n-- name: claim\nUPDATE jobs;\n-- name: heartbeat\nUPDATE x;\n").unwrap();
+        assert_eq!(
+            blocks.iter().map(|b| (b.name.as_str(), b.line)).collect::<Vec<_>>(),
+            vec![("claim", 3), ("heartbeat", 5)]
+        );
         assert_eq!(blocks[0].sql, "UPDATE jobs;\n");
         assert_eq!(named_blocks("SELECT 1;\n-- name: x\n").unwrap_err().0, 1);
         assert_eq!(named_blocks("-- name: Bad-Name\n").unwrap_err().0, 1);

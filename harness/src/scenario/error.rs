@@ -85,10 +85,14 @@ pub enum ScenarioErrorKind {
         known: String,
     },
     /// `session_time_zone` is neither an IANA name nor an offset.
-    #[error("invalid session_time_zone `{0}`: write an IANA name such as `America/New_York` or an offset such as `+05:30`")]
+    #[error(
+        "invalid session_time_zone `{0}`: write an IANA name such as `America/New_York` or an offset such as `+05:30`"
+    )]
     BadTimeZone(String),
     /// `expect.steps` does not have one entry per step.
-    #[error("expect.steps has {given} entries but the scenario has {steps} steps: give one per step, null to match any")]
+    #[error(
+        "expect.steps has {given} entries but the scenario has {steps} steps: give one per step, null to match any"
+    )]
     ExpectStepCount {
         /// Entries given.
         given: usize,

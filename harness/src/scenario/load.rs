@@ -47,7 +47,8 @@ fn walk(root: &Path, dir: &Path, found: &mut Vec<(String, PathBuf)>) -> Result<(
 pub fn parse_file(name: &str, path: &Path) -> Result<LoadedScenario, Vec<ScenarioError>> {
     let error = |position, kind| ScenarioError { path: path.to_owned(), position, kind };
     let text = std::fs::read_to_string(path).map_err(|e| vec![error(None, ScenarioErrorKind::Read(e))])?;
-    let scenario = parse_text(&text).map_err(|(position, message)| vec![error(position, ScenarioErrorKind::Format(message))])?;
+    let scenario =
+        parse_text(&text).map_err(|(position, message)| vec![error(position, ScenarioErrorKind::Format(message))])?;
     let problems = validate(&scenario);
     if !problems.is_empty() {
         return Err(problems.into_iter().map(|(p, k)| error(p, k)).collect());
@@ -116,9 +117,11 @@ mod tests {
 
     #[test]
     fn a_wrong_type_is_an_error_at_its_position() {
-        let (position, message) = parse_text(&format!("{BASE}steps: []\nsettings: {{ heartbeat_grace: soon }}\n")).unwrap_err();
+        let (position, message) =
+            parse_text(&format!("{BASE}steps: []\nsettings: {{ heartbeat_grace: soon }}\n")).unwrap_err();
         assert_eq!(position, Some(Position { line: 7, column: 30 }), "{message}");
-        let (position, message) = parse_text("description: x\nclasses: { C: { idempotent: yes } }\nsteps: []\n").unwrap_err();
+        let (position, message) =
+            parse_text("description: x\nclasses: { C: { idempotent: yes } }\nsteps: []\n").unwrap_err();
         assert_eq!(position.map(|p| p.line), Some(2), "{message}");
     }
 

@@ -10,7 +10,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::located::Located;
-use crate::outcome::{FailureEvent, LastError, StepResult, Status};
+use crate::outcome::{FailureEvent, LastError, Status, StepResult};
 use crate::time::{Duration, Instant, TimeSpec};
 
 /// The default starting clock of every scenario.

@@ -127,8 +127,10 @@ fn check_expect(scenario: &Scenario, labels: &Labels, problems: &mut Vec<Problem
     }
     for job in expect.jobs.iter().flat_map(|jobs| jobs.keys()) {
         if !labels.contains_key(job.as_str()) {
-            problems
-                .push((job.position(), ScenarioErrorKind::UnknownJob { job: job.to_string(), known: join(labels.keys()) }));
+            problems.push((
+                job.position(),
+                ScenarioErrorKind::UnknownJob { job: job.to_string(), known: join(labels.keys()) },
+            ));
         }
     }
 }
@@ -206,7 +208,10 @@ mod tests {
         assert!(found.iter().any(|f| f.contains("`queues` is empty")), "{found:?}");
         assert!(found.iter().any(|f| f.contains("invalid session_time_zone `Mars Base`")), "{found:?}");
         assert!(found.iter().any(|f| f.contains("unknown target `oracle`")), "{found:?}");
-        assert!(found.iter().any(|f| f.contains("expect.steps has 0 entries but the scenario has 1 steps")), "{found:?}");
+        assert!(
+            found.iter().any(|f| f.contains("expect.steps has 0 entries but the scenario has 1 steps")),
+            "{found:?}"
+        );
         assert_eq!(found.len(), 6, "{found:?}");
     }
 
