@@ -249,3 +249,34 @@ fn targets_without_a_server_are_skipped_with_a_reason_unless_required() {
     assert!(out.contains("FAIL     mssql (required by REAPCHECK_REQUIRE)"), "{out}");
     assert!(out.ends_with("2 passed, 1 failed, 0 skipped\n"), "{out}");
 }
+
+#[test]
+fn mutate_kills_every_mutant_on_sqlite_and_refuses_a_mutant_that_does_not_apply() {
+    let o = reapcheck(&["mutate", "--db", "sqlite"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}");
+    let total = reapcheck::mutate::MUTANTS.len();
+    assert!(out.contains(&format!("sqlite: mutation score 100% ({total}/{total} killed)")), "{out}");
+    assert_eq!(out.lines().filter(|l| l.starts_with("  killed ")).count(), total, "{out}");
+
+    let scratch = Scratch::new("mutant-shape");
+    let dialects = mutated_sqlite(&scratch, "leases.sql", "WHERE name = :name AND expires_at < :now", "WHERE expires_at < :now AND name = :name");
+    let o = reapcheck(&["mutate", "--db", "sqlite", "--dialects", &dialects]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("mutant `takeover-ignores-expiry` does not apply to sqlite's `lease_takeover` (sqlite/leases.sql:"), "{err}");
+}
+
+#[test]
+fn reports_name_servers_and_never_count_a_skip_as_a_pass() {
+    let scratch = Scratch::new("report");
+    let dir = scratch.0.join("reports");
+    let o = reapcheck(&["run", "--db", "sqlite,mssql", "--report", &dir.display().to_string(), "grace/"]);
+    assert!(o.status.success(), "{}", stdout(&o));
+    let summary = std::fs::read_to_string(dir.join("summary.txt")).unwrap();
+    let n = summary.lines().find(|l| l.starts_with("model")).and_then(|l| l.split(": ").nth(1)).unwrap().to_owned();
+    assert!(summary.contains("mssql [not run]: 0 passed, 0 failed,"), "{summary}");
+    assert!(summary.lines().any(|l| l.starts_with("sqlite [sqlite 3.") && l.ends_with(&n)), "{summary}");
+    let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
+    assert!(junit.contains("<testsuite name=\"mssql\"") && junit.contains("<skipped message=\"no REAPCHECK_MSSQL_URL"), "{junit}");
+}
