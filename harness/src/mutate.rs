@@ -25,6 +25,7 @@ pub struct Mutant {
 
 const REAP_UPDATES: &[&str] = &["reap_retry", "reap_interrupt", "reap_fail"];
 const REAP_ALL: &[&str] = &["reap_scan", "reap_retry", "reap_interrupt", "reap_fail"];
+const LEGACY_REAP_UPDATES: &[&str] = &["legacy_reap_retry", "legacy_reap_interrupt", "legacy_reap_fail"];
 
 /// The catalogue.
 pub const MUTANTS: &[Mutant] = &[
@@ -104,6 +105,20 @@ pub const MUTANTS: &[Mutant] = &[
         statements: &["heartbeat"],
         pattern: r"\s+AND\s+claim_token\s*=\s*:token",
         replacement: "",
+    },
+    Mutant {
+        id: "legacy-guard-not-strict",
+        bug: "`<` made `<=` in the legacy table's guard: a job exactly at the cutoff is reaped",
+        statements: LEGACY_REAP_UPDATES,
+        pattern: r"(updated_at\s*)<(\s*:cutoff)",
+        replacement: "$1<=$2",
+    },
+    Mutant {
+        id: "legacy-heartbeat-lost",
+        bug: "a heartbeat on the legacy table writes nothing the reaper reads",
+        statements: &["legacy_heartbeat"],
+        pattern: r"updated_at\s*=\s*:now",
+        replacement: "updated_at = updated_at",
     },
     Mutant {
         id: "takeover-ignores-expiry",
