@@ -260,11 +260,21 @@ fn mutate_kills_every_mutant_on_sqlite_and_refuses_a_mutant_that_does_not_apply(
     assert_eq!(out.lines().filter(|l| l.starts_with("  killed ")).count(), total, "{out}");
 
     let scratch = Scratch::new("mutant-shape");
-    let dialects = mutated_sqlite(&scratch, "leases.sql", "WHERE name = :name AND expires_at < :now", "WHERE expires_at < :now AND name = :name");
+    let dialects = mutated_sqlite(
+        &scratch,
+        "leases.sql",
+        "WHERE name = :name AND expires_at < :now",
+        "WHERE expires_at < :now AND name = :name",
+    );
     let o = reapcheck(&["mutate", "--db", "sqlite", "--dialects", &dialects]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("mutant `takeover-ignores-expiry` does not apply to sqlite's `lease_takeover` (sqlite/leases.sql:"), "{err}");
+    assert!(
+        err.contains(
+            "mutant `takeover-ignores-expiry` does not apply to sqlite's `lease_takeover` (sqlite/leases.sql:"
+        ),
+        "{err}"
+    );
 }
 
 #[test]
@@ -278,5 +288,8 @@ fn reports_name_servers_and_never_count_a_skip_as_a_pass() {
     assert!(summary.contains("mssql [not run]: 0 passed, 0 failed,"), "{summary}");
     assert!(summary.lines().any(|l| l.starts_with("sqlite [sqlite 3.") && l.ends_with(&n)), "{summary}");
     let junit = std::fs::read_to_string(dir.join("junit.xml")).unwrap();
-    assert!(junit.contains("<testsuite name=\"mssql\"") && junit.contains("<skipped message=\"no REAPCHECK_MSSQL_URL"), "{junit}");
+    assert!(
+        junit.contains("<testsuite name=\"mssql\"") && junit.contains("<skipped message=\"no REAPCHECK_MSSQL_URL"),
+        "{junit}"
+    );
 }
