@@ -293,3 +293,35 @@ fn reports_name_servers_and_never_count_a_skip_as_a_pass() {
         "{junit}"
     );
 }
+
+#[test]
+fn a_declared_divergence_keeps_its_own_snapshot_and_fails_once_it_agrees() {
+    let scratch = Scratch::new("divergence");
+    let scenarios = scratch.0.join("scenarios");
+    std::fs::create_dir_all(&scenarios).unwrap();
+    let text = std::fs::read_to_string(root().join("scenarios/grace/recent-beat.yaml")).unwrap();
+    let declared = format!("{text}divergence:\n  sqlite: this copy of the SQL swaps COALESCE on purpose\n");
+    std::fs::write(scenarios.join("recent-beat.yaml"), declared).unwrap();
+    let dir = scenarios.display().to_string();
+    let dialects = mutated_sqlite(
+        &scratch,
+        "reaper.sql",
+        "COALESCE(heartbeat_at, updated_at)",
+        "COALESCE(updated_at, heartbeat_at)",
+    );
+
+    let accepted = reapcheck(&["run", "--scenarios", &dir, "--dialects", &dialects, "--accept"]);
+    assert!(accepted.status.success(), "{}", stdout(&accepted));
+    assert!(scenarios.join("snapshots/recent-beat@sqlite.snap").exists());
+    let out = stdout(&reapcheck(&["run", "--scenarios", &dir, "--dialects", &dialects]));
+    assert!(
+        out.contains("diverged recent-beat  on sqlite [sqlite 3.") && out.contains("swaps COALESCE on purpose"),
+        "{out}"
+    );
+
+    // The embedded SQL agrees with the model: the declaration has outlived its cause.
+    let o = reapcheck(&["run", "--scenarios", &dir]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("sqlite is declared divergent") && out.contains("remove `sqlite` from `divergence`"), "{out}");
+}
