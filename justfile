@@ -20,3 +20,7 @@ check:
 # The mutation self-test: `just mutate sqlite,postgres,mariadb`.
 mutate targets="sqlite":
     cargo run --release -- mutate --db {{targets}}
+
+# Where a scenario run's time goes, per target: `just bench sqlite,postgres`.
+bench targets="sqlite":
+    cargo run --release -- bench --db {{targets}}
