@@ -46,7 +46,7 @@ impl Value {
     }
 }
 
-/// A row of `jobs`, as written at setup and as read back at the end.
+/// A row of `jobs` as written at setup (and as the model holds it).
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[allow(missing_docs)]
 pub struct JobRow {
@@ -64,6 +64,39 @@ pub struct JobRow {
     pub failed_at: Option<Instant>,
     pub completed_at: Option<Instant>,
     pub last_error: Option<LastError>,
+}
+
+/// A job as read back at the end: exactly the columns an outcome shows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub struct JobState {
+    pub id: String,
+    pub status: Status,
+    pub attempts: i64,
+    pub claim_token: Option<String>,
+    pub heartbeat_at: Option<Instant>,
+    pub run_at: Instant,
+    pub updated_at: Instant,
+    pub failed_at: Option<Instant>,
+    pub completed_at: Option<Instant>,
+    pub last_error: Option<LastError>,
+}
+
+impl From<&JobRow> for JobState {
+    fn from(r: &JobRow) -> JobState {
+        JobState {
+            id: r.id.clone(),
+            status: r.status,
+            attempts: r.attempts,
+            claim_token: r.claim_token.clone(),
+            heartbeat_at: r.heartbeat_at,
+            run_at: r.run_at,
+            updated_at: r.updated_at,
+            failed_at: r.failed_at,
+            completed_at: r.completed_at,
+            last_error: r.last_error,
+        }
+    }
 }
 
 /// A row of `job_leases`.
@@ -224,7 +257,7 @@ pub enum Reply {
     /// `ReapScan`, in order of id.
     Candidates(Vec<Candidate>),
     /// `ReadJobs`, in order of id.
-    Jobs(Vec<JobRow>),
+    Jobs(Vec<JobState>),
     /// `ReadLeases`, in order of name.
     Leases(Vec<LeaseRow>),
 }

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::engine::{Call, Candidate, Engine, EngineError, JobRow, LeaseRow, ReapGuard, Reply};
+use crate::engine::{Call, Candidate, Engine, EngineError, JobRow, JobState, LeaseRow, ReapGuard, Reply};
 use crate::outcome::{LastError, Status};
 use crate::rules::{SCAN_FLOOR_SECONDS, defer_seconds};
 use crate::scenario::Schema;
@@ -163,7 +163,7 @@ impl Model {
                 let owned = self.leases.get(&name).is_some_and(|l| l.owner == token);
                 changed(owned.then(|| self.leases.remove(&name)))
             }
-            Call::ReadJobs => Reply::Jobs(self.jobs.values().cloned().collect()),
+            Call::ReadJobs => Reply::Jobs(self.jobs.values().map(JobState::from).collect()),
             Call::ReadLeases => Reply::Leases(self.leases.values().cloned().collect()),
         }
     }

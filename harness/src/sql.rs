@@ -7,7 +7,7 @@ use crate::backend::{BackendError, Connection};
 use crate::dialect::Dialect;
 use crate::dialect::contract::{self, Column, NAMESPACE_MARKER, Shape};
 use crate::dialect::text::{self, Prepared};
-use crate::engine::{Call, Candidate, Engine, EngineError, EngineErrorKind, JobRow, LeaseRow, Reply, Value};
+use crate::engine::{Call, Candidate, Engine, EngineError, EngineErrorKind, JobState, LeaseRow, Reply, Value};
 use crate::outcome::{LastError, Status};
 use crate::scenario::Schema;
 use crate::time::Instant;
@@ -260,7 +260,7 @@ fn rows_to_reply(call: &Call, rows: Vec<Vec<Value>>) -> Result<Reply, String> {
         Call::ReadJobs => Reply::Jobs(
             rows.iter()
                 .map(|r| {
-                    Ok(JobRow {
+                    Ok(JobState {
                         id: string(&r[0])?,
                         status: Status::from_column(&string(&r[1])?).ok_or("unknown status")?,
                         attempts: int(&r[2])?,
@@ -273,11 +273,6 @@ fn rows_to_reply(call: &Call, rows: Vec<Vec<Value>>) -> Result<Reply, String> {
                         last_error: opt(&r[9], string)?
                             .map(|e| LastError::from_column(&e).ok_or(format!("unknown last_error `{e}`")))
                             .transpose()?,
-                        // Not part of the outcome; not read back.
-                        class: String::new(),
-                        queue: String::new(),
-                        max_retries: 0,
-                        claim_timeout: None,
                     })
                 })
                 .collect::<Result<_, String>>()?,

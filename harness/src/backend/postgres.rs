@@ -273,7 +273,7 @@ mod tests {
     use super::*;
     use crate::backend::{self, Connection, Server};
     use crate::dialect::{Dialect, Source};
-    use crate::engine::{Call, Engine, EngineError, JobRow, LeaseRow, Reply};
+    use crate::engine::{Call, Engine, EngineError, JobRow, JobState, LeaseRow, Reply};
     use crate::model::Model;
     use crate::outcome::{Outcome, Status};
     use crate::scenario::{self, Scenario, Schema};
@@ -535,9 +535,8 @@ mod tests {
             for (i, row) in jobs.iter().enumerate() {
                 let t = at(INSTANTS[i]);
                 let expected = job(i, t);
-                let instants =
-                    |r: &JobRow| (r.id.clone(), r.heartbeat_at, r.run_at, r.updated_at, r.claim_token.clone());
-                assert_eq!(instants(row), instants(&expected), "zone {zone:?}");
+                let instants = |r: JobState| (r.id, r.heartbeat_at, r.run_at, r.updated_at, r.claim_token);
+                assert_eq!(instants(row.clone()), instants(JobState::from(&expected)), "zone {zone:?}");
             }
         }
     }
