@@ -99,21 +99,41 @@ pub async fn check_target(
     server: &Server,
     dialect: &Dialect,
     model: &ModelRun,
-) -> Verdict {
+) -> TargetRun {
     let outcome = match run_on(server, dialect, scenario).await {
         Ok(o) => o,
-        Err(e) => return Verdict::Fail(format!("{target} failed: {e}")),
+        Err(e) => return TargetRun { verdict: Verdict::Fail(format!("{target} failed: {e}")), yaml: None },
     };
     let yaml = snapshot::normalize(&outcome.to_yaml());
     let declared = scenario.scenario.divergence.iter().find(|(t, _)| t.as_str() == target.name());
-    if let Some((_, reason)) = declared {
-        return check_divergence(scenario, target, reason, &yaml, model);
-    }
-    let mut problems = expect_problems(scenario, &outcome);
-    if let Some(d) = diff::render("model", &model.yaml, target.name(), &yaml) {
+    let verdict = match declared {
+        Some((_, reason)) => check_divergence(scenario, target, reason, &yaml, model),
+        None => check_against_model(scenario, target, &outcome, &yaml, model),
+    };
+    TargetRun { verdict, yaml: Some(yaml) }
+}
+
+/// A target's run of one scenario.
+#[derive(Clone, Debug)]
+pub struct TargetRun {
+    /// The target's verdict.
+    pub verdict: Verdict,
+    /// The outcome as snapshot text, when the run finished.
+    pub yaml: Option<String>,
+}
+
+fn check_against_model(
+    scenario: &LoadedScenario,
+    target: Target,
+    outcome: &Outcome,
+    yaml: &str,
+    model: &ModelRun,
+) -> Verdict {
+    let mut problems = expect_problems(scenario, outcome);
+    if let Some(d) = diff::render("model", &model.yaml, target.name(), yaml) {
         problems.push(format!("{target} disagrees with the model\n{d}"));
     } else if let Some(recorded) = &model.snapshot
-        && let Some(d) = diff::render("snapshot", recorded, target.name(), &yaml)
+        && let Some(d) = diff::render("snapshot", recorded, target.name(), yaml)
     {
         problems.push(format!("{target} disagrees with the snapshot\n{d}"));
     }

@@ -122,7 +122,7 @@ fn target_trial(runtime: &'static Runtime, s: LoadedScenario, target: Target, st
             Trial::test(name, move || {
                 let verdict = runtime.block_on(async {
                     let model = runner::check_model(&s).await;
-                    runner::check_target(&s, target, &server, &dialect, &model).await
+                    runner::check_target(&s, target, &server, &dialect, &model).await.verdict
                 });
                 match verdict {
                     Verdict::Fail(detail) => Err(detail.into()),

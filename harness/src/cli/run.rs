@@ -198,10 +198,11 @@ async fn run_all(
             let (server, version) = (&server, &version);
             async move {
                 let started = Instant::now();
-                let mut verdict = runner::check_target(s, target, server, dialect, model).await;
+                let run = runner::check_target(s, target, server, dialect, model).await;
+                let mut verdict = run.verdict;
                 let declared = s.scenario.divergence.keys().any(|t| t.as_str() == target.name());
-                if args.accept && verdict == Verdict::New && declared {
-                    verdict = accept_divergence(s, target, server, dialect).await;
+                if let (true, Verdict::New, true, Some(yaml)) = (args.accept, &verdict, declared, &run.yaml) {
+                    verdict = accept_divergence(s, target, yaml);
                 }
                 (s, record(s, target.name(), version, verdict, started))
             }
@@ -228,22 +229,14 @@ fn record(s: &LoadedScenario, target: &str, server: &str, verdict: Verdict, star
 }
 
 /// Writes a declared divergence's own snapshot from the target's outcome.
-async fn accept_divergence(
-    s: &LoadedScenario,
-    target: Target,
-    server: &reapcheck::backend::Server,
-    dialect: &Dialect,
-) -> Verdict {
+fn accept_divergence(s: &LoadedScenario, target: Target, yaml: &str) -> Verdict {
     let path = snapshot::path(&s.path, Some(target.name()));
-    match runner::run_on(server, dialect, s).await {
-        Err(e) => Verdict::Fail(format!("{target} failed: {e}")),
-        Ok(outcome) => match snapshot::write(&path, &s.path, &outcome.to_yaml()) {
-            Ok(()) => {
-                println!("wrote {}", path.display());
-                Verdict::New
-            }
-            Err(e) => Verdict::Fail(format!("cannot write {}: {e}", path.display())),
-        },
+    match snapshot::write(&path, &s.path, yaml) {
+        Ok(()) => {
+            println!("wrote {}", path.display());
+            Verdict::New
+        }
+        Err(e) => Verdict::Fail(format!("cannot write {}: {e}", path.display())),
     }
 }
 
