@@ -2,17 +2,13 @@
 //! a `REAPCHECK_<TARGET>_URL`. Built only with `--features containers`.
 //! Each image is pinned to a tag, so a run's server version is stable.
 
-use std::any::Any;
-
 use testcontainers_modules::testcontainers::core::IntoContainerPort;
 use testcontainers_modules::testcontainers::runners::AsyncRunner;
 use testcontainers_modules::testcontainers::{ContainerAsync, Image, ImageExt};
 use testcontainers_modules::{cockroach_db, mariadb, mssql_server, mysql, postgres};
 
+use crate::reach::Container;
 use crate::target::Target;
-
-/// A running container; dropping it stops and removes the container.
-pub type Keep = Box<dyn Any + Send + Sync>;
 
 /// The pinned image tag of each target's container.
 pub fn pinned_tag(target: Target) -> Option<&'static str> {
@@ -28,7 +24,7 @@ pub fn pinned_tag(target: Target) -> Option<&'static str> {
 
 /// Starts `target`'s container; returns the URL to reach it and the handle
 /// that keeps it running.
-pub async fn start(target: Target) -> Result<(String, Keep), String> {
+pub async fn start(target: Target) -> Result<(String, Container), String> {
     let tag = pinned_tag(target).ok_or("sqlite needs no container")?;
     match target {
         Target::Postgres => {

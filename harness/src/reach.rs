@@ -6,8 +6,11 @@ use crate::backend::{self, Server};
 use crate::redact;
 use crate::target::Target;
 
-/// Whatever must stay alive while a server is used (a container).
-pub type Keep = Option<Box<dyn std::any::Any + Send + Sync>>;
+/// A running container; dropping it stops and removes the container.
+pub type Container = Box<dyn std::any::Any + Send + Sync>;
+
+/// Whatever must stay alive while a server is used: its container, if any.
+pub type Keep = Option<Container>;
 
 /// Whether a target can run.
 pub enum Reach {
