@@ -26,7 +26,7 @@ pub async fn run<E: Engine>(
     driver.setup().await?;
     let mut steps = Vec::with_capacity(scenario.steps.len());
     for step in &scenario.steps {
-        driver.note(format!("@ {} {}", driver.clock(), describe(step.value())));
+        driver.note(format!("@ {} {}", driver.now, describe(step.value())));
         let result = driver.step(step.value()).await?;
         if let Some(r) = &result {
             driver.note(format!("  -> {}", serde_saphyr::to_string(r).unwrap_or_default().trim().replace('\n', ", ")));
@@ -71,10 +71,6 @@ impl<'a, E: Engine> Driver<'a, E> {
             reapers: BTreeMap::new(),
             events: Vec::new(),
         }
-    }
-
-    fn clock(&self) -> Instant {
-        self.now
     }
 
     fn note(&mut self, line: String) {
