@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::engine::{Call, Candidate, Engine, EngineError, EngineErrorKind, JobRow, LeaseRow, ReapGuard, Reply};
+use crate::engine::{Call, Candidate, Engine, EngineError, EngineErrorKind, JobRow, LeaseRow, Phase, ReapGuard, Reply};
 use crate::outcome::{
     ClaimResult, FailureEvent, JobOutcome, LastError, LeaseOutcome, Outcome, StepResult, WorkerResult,
 };
@@ -22,17 +22,45 @@ pub async fn run<E: Engine>(
     engine: &mut E,
     trace: Option<&mut Vec<String>>,
 ) -> Result<Outcome, EngineError> {
+    run_with(scenario, engine, trace, None).await
+}
+
+/// The state after setup and after each step, as outcome documents (YAML,
+/// instants relative to the clock at that point): index 0 is after setup,
+/// index `i + 1` after step `i`. Comparing two stores' checkpoints finds
+/// the first step where they part.
+pub type Checkpoints = Vec<String>;
+
+/// [`run`], also reading the state back after setup and after every step
+/// into `checkpoints` when given (trace mode: it adds a `read_jobs` and a
+/// `read_leases` per step, marked [`Phase::Checkpoint`]). A checkpoint that
+/// cannot be read ends the run with that error.
+pub async fn run_with<E: Engine>(
+    scenario: &Scenario,
+    engine: &mut E,
+    trace: Option<&mut Vec<String>>,
+    mut checkpoints: Option<&mut Checkpoints>,
+) -> Result<Outcome, EngineError> {
     let mut driver = Driver::new(scenario, engine, trace);
+    driver.engine.mark(Phase::Setup);
     driver.setup().await?;
     let mut steps = Vec::with_capacity(scenario.steps.len());
-    for step in &scenario.steps {
+    if let Some(c) = checkpoints.as_deref_mut() {
+        c.push(driver.checkpoint(&steps).await?);
+    }
+    for (index, step) in scenario.steps.iter().enumerate() {
+        driver.engine.mark(Phase::Step { index, now: driver.now });
         driver.note(format!("@ {} {}", driver.now, describe(step.value())));
         let result = driver.step(step.value()).await?;
         if let Some(r) = &result {
             driver.note(format!("  -> {}", serde_saphyr::to_string(r).unwrap_or_default().trim().replace('\n', ", ")));
         }
         steps.push(result);
+        if let Some(c) = checkpoints.as_deref_mut() {
+            c.push(driver.checkpoint(&steps).await?);
+        }
     }
+    driver.engine.mark(Phase::ReadBack);
     driver.outcome(steps).await
 }
 
@@ -362,7 +390,22 @@ impl<'a, E: Engine> Driver<'a, E> {
         Ok(self.changed(Call::LeaseRelease { name, token }).await? == 0)
     }
 
+    /// The state now, as an outcome document, for step-by-step comparison.
+    async fn checkpoint(&mut self, steps: &[Option<StepResult>]) -> Result<String, EngineError> {
+        self.engine.mark(Phase::Checkpoint);
+        Ok(self.read_outcome(steps.to_vec(), self.events.clone()).await?.to_yaml())
+    }
+
     async fn outcome(mut self, steps: Vec<Option<StepResult>>) -> Result<Outcome, EngineError> {
+        let events = std::mem::take(&mut self.events);
+        self.read_outcome(steps, events).await
+    }
+
+    async fn read_outcome(
+        &mut self,
+        steps: Vec<Option<StepResult>>,
+        on_failure: Vec<FailureEvent>,
+    ) -> Result<Outcome, EngineError> {
         let now = self.now;
         let rel = |i: Instant| i.since(now);
         let jobs = match self.call(Call::ReadJobs).await? {
@@ -396,7 +439,7 @@ impl<'a, E: Engine> Driver<'a, E> {
                 .into_iter()
                 .map(|l| (l.name, LeaseOutcome { owner: l.owner, expires_at: rel(l.expires_at) }))
                 .collect(),
-            on_failure: self.events,
+            on_failure,
         })
     }
 }

@@ -262,10 +262,36 @@ pub enum Reply {
     Leases(Vec<LeaseRow>),
 }
 
+/// Where the driver is in a scenario, so that a store logging its
+/// statements can say which step ran each one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Creating the tables and inserting the setup rows.
+    Setup,
+    /// Step `index` (0-based) of the scenario's `steps`, run at clock `now`.
+    Step {
+        /// The step's position in `steps`, from 0.
+        index: usize,
+        /// The scenario clock when the step ran.
+        now: Instant,
+    },
+    /// Reading the state back after a step, only to compare stores step by
+    /// step (trace mode); not part of the scenario.
+    Checkpoint,
+    /// Reading the final state back for the outcome.
+    ReadBack,
+    /// Dropping the scenario's namespace.
+    Teardown,
+}
+
 /// A store that answers the contract: the model or a database.
 pub trait Engine {
     /// Runs one operation.
     fn call(&mut self, call: Call) -> impl Future<Output = Result<Reply, EngineError>>;
+
+    /// Notes where the driver is; calls that follow belong to `phase`. A
+    /// store that keeps no log ignores it.
+    fn mark(&mut self, _phase: Phase) {}
 }
 
 /// A store that failed to answer.

@@ -9,6 +9,7 @@
 pub mod backend;
 #[cfg(feature = "containers")]
 pub mod containers;
+pub mod coverage;
 pub mod dialect;
 pub mod diff;
 pub mod driver;
@@ -25,5 +26,7 @@ pub mod runner;
 pub mod scenario;
 pub mod snapshot;
 pub mod sql;
+pub mod statement_log;
 pub mod target;
 pub mod time;
+pub mod trace;

@@ -9,13 +9,15 @@ use crate::backend::Server;
 use crate::dialect::Dialect;
 use crate::diff;
 use crate::driver;
-use crate::engine::{EngineError, EngineErrorKind};
+use crate::engine::{EngineError, EngineErrorKind, Phase};
 use crate::expect;
 use crate::model::Model;
 use crate::outcome::Outcome;
 use crate::scenario::LoadedScenario;
+use crate::scenario::Schema;
 use crate::snapshot;
 use crate::sql::{SqlEngine, namespace_script};
+use crate::statement_log::{Executed, Returned};
 use crate::target::Target;
 
 /// The verdict on one scenario for the model or one target.
@@ -92,7 +94,9 @@ fn expect_problems(scenario: &LoadedScenario, outcome: &Outcome) -> Vec<String> 
 }
 
 /// Plays `scenario` on `target` and checks it against the model's run (or,
-/// for a declared divergence, against the divergence's own snapshot).
+/// for a declared divergence, against the divergence's own snapshot). A
+/// failure carries the SQL trace up to the first step where the target and
+/// the model part ([`crate::trace`]).
 pub async fn check_target(
     scenario: &LoadedScenario,
     target: Target,
@@ -100,17 +104,27 @@ pub async fn check_target(
     dialect: &Dialect,
     model: &ModelRun,
 ) -> TargetRun {
-    let outcome = match run_on(server, dialect, scenario).await {
-        Ok(o) => o,
-        Err(e) => return TargetRun { verdict: Verdict::Fail(format!("{target} failed: {e}")), yaml: None },
+    let run = run_logged(server, dialect, scenario, None).await;
+    let (verdict, yaml) = match run.outcome {
+        Err(e) => (Verdict::Fail(format!("{target} failed: {e}")), None),
+        Ok(outcome) => {
+            let yaml = snapshot::normalize(&outcome.to_yaml());
+            let declared = scenario.scenario.divergence.iter().find(|(t, _)| t.as_str() == target.name());
+            let verdict = match declared {
+                Some((_, reason)) => check_divergence(scenario, target, reason, &yaml, model),
+                None => check_against_model(scenario, target, &outcome, &yaml, model),
+            };
+            (verdict, Some(yaml))
+        }
     };
-    let yaml = snapshot::normalize(&outcome.to_yaml());
-    let declared = scenario.scenario.divergence.iter().find(|(t, _)| t.as_str() == target.name());
-    let verdict = match declared {
-        Some((_, reason)) => check_divergence(scenario, target, reason, &yaml, model),
-        None => check_against_model(scenario, target, &outcome, &yaml, model),
+    let verdict = match verdict {
+        Verdict::Fail(detail) => {
+            let traced = crate::trace::trace(server, dialect, scenario, target.name()).await;
+            Verdict::Fail(format!("{detail}\n{}", traced.trim_end()))
+        }
+        other => other,
     };
-    TargetRun { verdict, yaml: Some(yaml) }
+    TargetRun { verdict, yaml, log: run.log }
 }
 
 /// A target's run of one scenario.
@@ -120,6 +134,8 @@ pub struct TargetRun {
     pub verdict: Verdict,
     /// The outcome as snapshot text, when the run finished.
     pub yaml: Option<String>,
+    /// Every statement the run executed (for coverage).
+    pub log: Vec<Executed>,
 }
 
 fn check_against_model(
@@ -164,7 +180,7 @@ fn check_divergence(scenario: &LoadedScenario, target: Target, reason: &str, yam
 /// The outcome of `scenario` on a target, in a namespace of its own that is
 /// dropped afterwards whether or not the run succeeded.
 pub async fn run_on(server: &Server, dialect: &Dialect, scenario: &LoadedScenario) -> Result<Outcome, EngineError> {
-    run_on_timed(server, dialect, scenario).await.map(|(outcome, _)| outcome)
+    run_logged(server, dialect, scenario, None).await.outcome
 }
 
 /// Where the time of one run on a target went.
@@ -184,31 +200,81 @@ pub async fn run_on_timed(
     dialect: &Dialect,
     scenario: &LoadedScenario,
 ) -> Result<(Outcome, Phases), EngineError> {
+    let run = run_logged(server, dialect, scenario, None).await;
+    run.outcome.map(|o| (o, run.phases))
+}
+
+/// Everything one run on a target produced.
+#[derive(Debug)]
+pub struct LoggedRun {
+    /// The outcome, or the first error (the namespace's drop included).
+    pub outcome: Result<Outcome, EngineError>,
+    /// Every statement run, namespace scripts included, in order.
+    pub log: Vec<Executed>,
+    /// Where the time went.
+    pub phases: Phases,
+}
+
+/// Runs `scenario` on a target in a namespace of its own, dropped afterwards
+/// whether or not the run succeeded, logging every statement. With
+/// `checkpoints`, the state is read back after setup and after each step
+/// (see [`driver::run_with`]).
+pub async fn run_logged(
+    server: &Server,
+    dialect: &Dialect,
+    scenario: &LoadedScenario,
+    checkpoints: Option<&mut driver::Checkpoints>,
+) -> LoggedRun {
     let namespace = fresh_namespace();
     let started = Instant::now();
-    let mut conn = server.open().await.map_err(|e| EngineError { statement: "connect", kind: e.into() })?;
-    namespace_script(&mut conn, dialect, "create_namespace", &namespace).await?;
-    let entered = namespace_script(&mut conn, dialect, "enter_namespace", &namespace).await;
+    let mut log = Vec::new();
+    let mut conn = match server.open().await {
+        Ok(c) => c,
+        Err(e) => {
+            let outcome = Err(EngineError { statement: "connect", kind: e.into() });
+            return LoggedRun { outcome, log, phases: Phases::default() };
+        }
+    };
+    let script = async |conn: &mut _, name, phase, log: &mut Vec<Executed>| {
+        let result = namespace_script(conn, dialect, name, &namespace).await;
+        let returned = match &result {
+            Ok(()) => Returned::Done,
+            Err(e) => Returned::Failed(e.kind.to_string()),
+        };
+        let origin = dialect.statement(name, Schema::Standard).origin.clone();
+        log.push(Executed { phase, statement: name.to_owned(), origin, binds: Vec::new(), returned });
+        result
+    };
+    let created = script(&mut conn, "create_namespace", Phase::Setup, &mut log).await;
+    let entered = match created {
+        Ok(()) => script(&mut conn, "enter_namespace", Phase::Setup, &mut log).await,
+        Err(e) => Err(e),
+    };
     let setup = started.elapsed();
-    let run = async {
-        entered?;
-        let s = &scenario.scenario;
-        driver::run(s, &mut SqlEngine::new(dialect, s.schema, &mut conn), None).await
-    }
-    .await;
+    let run = match entered {
+        Ok(()) => {
+            let s = &scenario.scenario;
+            let mut engine = SqlEngine::new(dialect, s.schema, &mut conn);
+            let outcome = driver::run_with(s, &mut engine, None, checkpoints).await;
+            log.extend(engine.into_log());
+            outcome
+        }
+        Err(e) => Err(e),
+    };
     let ran = started.elapsed();
-    let dropped = namespace_script(&mut conn, dialect, "drop_namespace", &namespace).await;
+    let dropped = script(&mut conn, "drop_namespace", Phase::Teardown, &mut log).await;
     conn.close().await;
     let phases = Phases { setup, run: ran - setup, teardown: started.elapsed() - ran };
-    let outcome = run?;
-    dropped.map_err(|e| EngineError {
-        statement: e.statement,
-        kind: EngineErrorKind::Database(format!(
-            "the run passed but its namespace {namespace} was not dropped: {}",
-            e.kind
-        )),
-    })?;
-    Ok((outcome, phases))
+    let outcome = run.and_then(|outcome| {
+        dropped.map(|()| outcome).map_err(|e| EngineError {
+            statement: e.statement,
+            kind: EngineErrorKind::Database(format!(
+                "the run passed but its namespace {namespace} was not dropped: {}",
+                e.kind
+            )),
+        })
+    });
+    LoggedRun { outcome, log, phases }
 }
 
 /// A namespace name no other run, in this process or another, is using.

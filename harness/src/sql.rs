@@ -7,22 +7,83 @@ use crate::backend::{BackendError, Connection};
 use crate::dialect::Dialect;
 use crate::dialect::contract::{self, Column, NAMESPACE_MARKER, Shape};
 use crate::dialect::text::{self, Prepared};
-use crate::engine::{Call, Candidate, Engine, EngineError, EngineErrorKind, JobState, LeaseRow, Reply, Value};
+use crate::engine::{Call, Candidate, Engine, EngineError, EngineErrorKind, JobState, LeaseRow, Phase, Reply, Value};
 use crate::outcome::{LastError, Status};
 use crate::scenario::Schema;
+use crate::statement_log::{Executed, Returned};
 use crate::time::Instant;
 
 /// A dialect's statements on one connection, for one scenario's schema.
+/// Every statement it runs is logged ([`SqlEngine::into_log`]).
 pub struct SqlEngine<'a> {
     dialect: &'a Dialect,
     schema: Schema,
     conn: &'a mut Connection,
+    phase: Phase,
+    log: Vec<Executed>,
 }
 
 impl<'a> SqlEngine<'a> {
     /// An engine running `dialect` on `conn` for tables of `schema`.
     pub fn new(dialect: &'a Dialect, schema: Schema, conn: &'a mut Connection) -> Self {
-        SqlEngine { dialect, schema, conn }
+        SqlEngine { dialect, schema, conn, phase: Phase::Setup, log: Vec::new() }
+    }
+
+    /// The statements run so far, in order.
+    pub fn into_log(self) -> Vec<Executed> {
+        self.log
+    }
+
+    async fn run(&mut self, call: &Call) -> Result<(Returned, Reply), EngineError> {
+        let (name, params) = bindings(call);
+        let spec = contract::spec(name).expect("bindings name contract statements");
+        let statement = self.dialect.statement(name, self.schema);
+        let style = self.conn.placeholders();
+        match spec.shape {
+            Shape::Script => {
+                for command in text::commands(&statement.sql) {
+                    let prepared = text::prepare(&command, style);
+                    let values = values_for(&prepared, &params);
+                    self.conn.execute(&prepared.sql, &values).await.map_err(|e| failed(name, e))?;
+                }
+                Ok((Returned::Done, Reply::Done))
+            }
+            Shape::Update => {
+                let prepared = text::prepare(&statement.sql, style);
+                let values = values_for(&prepared, &params);
+                let n = self.conn.execute(&prepared.sql, &values).await.map_err(|e| failed(name, e))?;
+                Ok(match call {
+                    Call::InsertJob(_) | Call::InsertLease(_) => (Returned::Done, Reply::Done),
+                    _ => (Returned::Changed(n), Reply::Changed(n)),
+                })
+            }
+            Shape::Query(columns) => {
+                let prepared = text::prepare(&statement.sql, style);
+                let values = values_for(&prepared, &params);
+                let rows = self.conn.query(&prepared.sql, &values, columns).await.map_err(|e| failed(name, e))?;
+                check_nulls(columns, &rows).map_err(|e| decode(name, e))?;
+                let count = rows.len();
+                let reply = rows_to_reply(call, rows).map_err(|e| decode(name, e))?;
+                Ok((Returned::Rows(count), reply))
+            }
+        }
+    }
+
+    /// The entry for `call`: the statement, and the parameters its SQL
+    /// uses in order of first use.
+    fn entry(&self, call: &Call, returned: Returned) -> Executed {
+        let (name, params) = bindings(call);
+        let statement = self.dialect.statement(name, self.schema);
+        let mut binds: Vec<(String, Value)> = Vec::new();
+        for used in text::parameters(&statement.sql) {
+            if !binds.iter().any(|(n, _)| *n == used)
+                && let Some((_, v)) = params.iter().find(|(n, _)| *n == used)
+            {
+                binds.push((used, v.clone()));
+            }
+        }
+        let key = statement.name.clone();
+        Executed { phase: self.phase, statement: key, origin: statement.origin.clone(), binds, returned }
     }
 }
 
@@ -53,36 +114,22 @@ fn failed(statement: &'static str, e: BackendError) -> EngineError {
 
 impl Engine for SqlEngine<'_> {
     async fn call(&mut self, call: Call) -> Result<Reply, EngineError> {
-        let (name, params) = bindings(&call);
-        let spec = contract::spec(name).expect("bindings name contract statements");
-        let statement = self.dialect.statement(name, self.schema);
-        let style = self.conn.placeholders();
-        match spec.shape {
-            Shape::Script => {
-                for command in text::commands(&statement.sql) {
-                    let prepared = text::prepare(&command, style);
-                    let values = values_for(&prepared, &params);
-                    self.conn.execute(&prepared.sql, &values).await.map_err(|e| failed(name, e))?;
-                }
-                Ok(Reply::Done)
+        match self.run(&call).await {
+            Ok((returned, reply)) => {
+                let entry = self.entry(&call, returned);
+                self.log.push(entry);
+                Ok(reply)
             }
-            Shape::Update => {
-                let prepared = text::prepare(&statement.sql, style);
-                let values = values_for(&prepared, &params);
-                let n = self.conn.execute(&prepared.sql, &values).await.map_err(|e| failed(name, e))?;
-                Ok(match call {
-                    Call::InsertJob(_) | Call::InsertLease(_) => Reply::Done,
-                    _ => Reply::Changed(n),
-                })
-            }
-            Shape::Query(columns) => {
-                let prepared = text::prepare(&statement.sql, style);
-                let values = values_for(&prepared, &params);
-                let rows = self.conn.query(&prepared.sql, &values, columns).await.map_err(|e| failed(name, e))?;
-                check_nulls(columns, &rows).map_err(|e| decode(name, e))?;
-                rows_to_reply(&call, rows).map_err(|e| decode(name, e))
+            Err(e) => {
+                let entry = self.entry(&call, Returned::Failed(e.kind.to_string()));
+                self.log.push(entry);
+                Err(e)
             }
         }
+    }
+
+    fn mark(&mut self, phase: Phase) {
+        self.phase = phase;
     }
 }
 

@@ -325,3 +325,110 @@ fn a_declared_divergence_keeps_its_own_snapshot_and_fails_once_it_agrees() {
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(out.contains("sqlite is declared divergent") && out.contains("remove `sqlite` from `divergence`"), "{out}");
 }
+
+/// A copy of one committed scenario (and its snapshot) in a scenarios
+/// folder of its own.
+fn one_scenario(scratch: &Scratch, name: &str) -> String {
+    let (concern, file) = name.split_once('/').expect("concern/name");
+    let dir = scratch.0.join("scenarios").join(concern);
+    std::fs::create_dir_all(dir.join("snapshots")).unwrap();
+    let src = root().join("scenarios").join(concern);
+    std::fs::copy(src.join(format!("{file}.yaml")), dir.join(format!("{file}.yaml"))).unwrap();
+    std::fs::copy(src.join(format!("snapshots/{file}.snap")), dir.join(format!("snapshots/{file}.snap"))).unwrap();
+    scratch.0.join("scenarios").display().to_string()
+}
+
+#[test]
+fn a_failure_on_a_target_carries_the_sql_trace_up_to_the_step_where_it_parts() {
+    let scratch = Scratch::new("trace");
+    let dialects = mutated_sqlite(
+        &scratch,
+        "reaper.sql",
+        "AND COALESCE(heartbeat_at, updated_at) < :cutoff",
+        "AND COALESCE(heartbeat_at, updated_at) <= :cutoff",
+    );
+    let o = reapcheck(&["run", "--dialects", &dialects, "--exact", "boundaries/claim-window-exact"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("    trace on sqlite: statements up to step 1, where sqlite and the model part\n"), "{out}");
+    assert!(out.contains("      step 1 at 2026-01-15T12:00:00Z: reap\n"), "{out}");
+    // The statement, its file:line, every bound value with instants relative
+    // to the clock, and what it changed.
+    assert!(
+        out.contains(
+            "reap_retry (sqlite/reaper.sql:23) :run_at=2026-01-15T12:00:04Z (+4s) :now=2026-01-15T12:00:00Z (0s) \
+             :id=\"on-cutoff\" :attempts=1 :cutoff=2026-01-15T11:50:00Z (-10m) -> 1 row changed"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("      state after step 1 (instants relative to the clock then):"), "{out}");
+    assert!(!out.contains("drop_namespace"), "teardown is not part of a trace: {out}");
+}
+
+#[test]
+fn run_trace_prints_every_statement_of_a_passing_case() {
+    let o = reapcheck(&["run", "--trace", "--exact", "grace/recent-beat"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("    trace on sqlite: every statement (the step-by-step states agree)"), "{out}");
+    assert!(out.contains("reap_scan (sqlite/reaper.sql:6) :now=2026-01-15T12:00:00Z (0s)"), "{out}");
+    assert!(!out.contains("trace on model"), "the model runs no SQL: {out}");
+}
+
+#[test]
+fn coverage_fails_a_statement_that_no_scenario_executes() {
+    let scratch = Scratch::new("coverage");
+    let scenarios = one_scenario(&scratch, "grace/recent-beat");
+    let o = reapcheck(&["run", "--scenarios", &scenarios, "--coverage"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("coverage on sqlite (dialect sqlite, 1 scenarios):"), "{out}");
+    assert!(out.contains("FAIL     coverage on sqlite\n"), "{out}");
+    assert!(
+        out.contains(
+            "`legacy_reap_fail` of dialect sqlite is executed by 0 scenarios on sqlite (at least 1 required): \
+             add a scenario that runs it"
+        ),
+        "{out}"
+    );
+    assert!(!out.contains("`reap_scan` of dialect"), "reap_scan ran: {out}");
+    assert_eq!(out.lines().last(), Some("2 passed, 1 failed, 0 skipped"), "{out}");
+    // A filtered run cannot judge coverage, and says so.
+    let o = reapcheck(&["run", "--scenarios", &scenarios, "--coverage", "recent"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("coverage not checked: filters narrow the corpus"), "{out}");
+}
+
+#[test]
+fn every_statement_is_executed_by_at_least_two_scenarios_on_sqlite() {
+    let o = reapcheck(&["run", "--coverage", "--coverage-min", "2"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(!out.contains("FAIL     coverage"), "{out}");
+}
+
+#[test]
+fn explain_by_name_interleaves_the_models_reasoning_with_the_targets_sql() {
+    let scratch = Scratch::new("explain-db");
+    let dialects = mutated_sqlite(
+        &scratch,
+        "reaper.sql",
+        "AND COALESCE(heartbeat_at, updated_at) < :cutoff",
+        "AND COALESCE(heartbeat_at, updated_at) <= :cutoff",
+    );
+    let o = reapcheck(&["explain", "boundaries/claim-window-exact", "--db", "sqlite", "--dialects", &dialects]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    let reasoning = out.find("  candidate on-cutoff: last_seen").expect("the model's reasoning");
+    let sql = out.find("    sql on sqlite: reap_retry (sqlite/reaper.sql:23)").expect("the target's SQL");
+    let parted = out.find("  !! sqlite and the model part here").expect("the parting marker");
+    assert!(reasoning < sql && sql < parted, "{out}");
+    let o = reapcheck(&["explain", "boundaries/claim-window-exact", "--db", "sqlite"]);
+    assert!(o.status.success(), "{}", stdout(&o));
+    assert!(stdout(&o).contains("sqlite [sqlite 3."), "{}", stdout(&o));
+    let o = reapcheck(&["explain", "grace/"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("scenarios (grace/"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("give the whole name"), "{}", stderr(&o));
+}

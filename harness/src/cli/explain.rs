@@ -1,45 +1,206 @@
-//! `reapcheck explain FILE`: the model's reasoning, step by step.
+//! `reapcheck explain SCENARIO [--db TARGET]`: the model's reasoning, step
+//! by step; with `--db`, interleaved with the SQL the target actually ran
+//! for each step and the first step where the two part.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use reapcheck::driver;
+use reapcheck::diff;
+use reapcheck::driver::{self, Checkpoints};
+use reapcheck::engine::Phase;
 use reapcheck::model::Model;
-use reapcheck::scenario::parse_file;
+use reapcheck::reach::{self, Reach};
+use reapcheck::runner;
+use reapcheck::scenario::{LoadedScenario, parse_file};
+use reapcheck::target::Target;
+use reapcheck::trace::{Parting, parting};
 
-use super::EXIT_INVALID;
 use super::inputs::report;
+use super::{EXIT_FAILED, EXIT_INVALID, Inputs};
 
 /// Arguments of `explain`.
 #[derive(clap::Args, Debug)]
 pub struct ExplainArgs {
-    /// The scenario file.
-    file: PathBuf,
+    /// A scenario file, or a scenario name as `run` takes it
+    /// (`grace/recent-beat`, or a part of one that names a single scenario).
+    scenario: String,
+    /// Also run the scenario on this target and show, under each step, the
+    /// statements it ran (name, file:line, bound values, result).
+    #[arg(long, value_name = "TARGET")]
+    db: Option<String>,
+    #[command(flatten)]
+    inputs: Inputs,
 }
 
 /// Plays the scenario on the model and prints each step, each reaper
 /// candidate's last_seen, has_beat, grace, window, cutoff and decision, and
-/// the outcome.
+/// the outcome; with `--db`, the target's SQL under each step. Exit 0, or 1
+/// when the target parts from the model, 2 on invalid input.
 pub fn explain(args: ExplainArgs) -> ExitCode {
-    let name = args.file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let loaded = match parse_file(&name, &args.file) {
+    let loaded = match find(&args) {
         Ok(s) => s,
-        Err(errors) => {
+        Err(message) => {
+            eprintln!("error: {message}");
+            return ExitCode::from(EXIT_INVALID);
+        }
+    };
+    let target = match args.db.as_deref().map(|t| {
+        Target::from_name(t)
+            .ok_or_else(|| format!("unknown target `{t}` in --db: the targets are {}", reach::target_names()))
+    }) {
+        None => None,
+        Some(Ok(t)) => Some(t),
+        Some(Err(e)) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(EXIT_INVALID);
+        }
+    };
+    let dialect = match target.map(|t| args.inputs.dialects(&[t.dialect()])) {
+        None => None,
+        Some(Ok(mut d)) => d.pop(),
+        Some(Err(errors)) => {
             report(&errors);
             return ExitCode::from(EXIT_INVALID);
         }
     };
     let s = &loaded.scenario;
-    println!("{}: {}", args.file.display(), s.description.trim());
+    println!("{}: {}", loaded.path.display(), s.description.trim());
     println!("clock starts at {}; app heartbeat_grace {}s; {} schema", s.now, s.settings.heartbeat_grace, s.schema);
-    let mut trace = Vec::new();
-    let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a runtime starts");
-    let outcome =
-        runtime.block_on(driver::run(s, &mut Model::new(s.schema), Some(&mut trace))).expect("the model never fails");
-    for line in trace {
-        println!("{line}");
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime starts");
+    let mut notes = Vec::new();
+    let mut model_states = Checkpoints::new();
+    let outcome = runtime
+        .block_on(driver::run_with(s, &mut Model::new(s.schema), Some(&mut notes), Some(&mut model_states)))
+        .expect("the model never fails");
+    let (Some(target), Some(dialect)) = (target, dialect) else {
+        notes.iter().for_each(|line| println!("{line}"));
+        println!("outcome (instants relative to the final clock):");
+        print!("{}", outcome.to_yaml());
+        return ExitCode::SUCCESS;
+    };
+    runtime.block_on(async {
+        let (server, _container) = match reach::reach(target).await {
+            Reach::Ready(server, keep) => (server, keep),
+            Reach::Skipped(reason) | Reach::Unreachable(reason) => {
+                println!("FAIL     {target} not run: {reason}");
+                return ExitCode::from(EXIT_FAILED);
+            }
+        };
+        let mut states = Checkpoints::new();
+        let run = runner::run_logged(&server, &dialect, &loaded, Some(&mut states)).await;
+        let version = server.version().to_owned();
+        server.close().await;
+        let parted = parting(&model_states, &states, run.outcome.is_err());
+        interleave(&loaded, target, &notes, &run.log, &parted, &model_states, &states);
+        println!("outcome on the model (instants relative to the final clock):");
+        print!("{}", outcome.to_yaml());
+        match (&run.outcome, parted) {
+            (Ok(_), Parting::Never) => {
+                println!("{target} [{}] agrees with the model at every step", version);
+                ExitCode::SUCCESS
+            }
+            (Err(e), _) => {
+                println!("{target} [{}] failed: {e}", version);
+                ExitCode::from(EXIT_FAILED)
+            }
+            (Ok(_), _) => {
+                println!("{target} [{}] parts from the model (see `!!` above)", version);
+                ExitCode::from(EXIT_FAILED)
+            }
+        }
+    })
+}
+
+/// The scenario named by the argument: an existing file, else the scenario
+/// whose name equals it, else the only one whose name contains it.
+fn find(args: &ExplainArgs) -> Result<LoadedScenario, String> {
+    let as_path = PathBuf::from(&args.scenario);
+    if as_path.is_file() {
+        let name = as_path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+        return parse_file(&name, &as_path)
+            .map_err(|errors| errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\nerror: "));
     }
-    println!("outcome (instants relative to the final clock):");
-    print!("{}", outcome.to_yaml());
-    ExitCode::SUCCESS
+    let all = args
+        .inputs
+        .scenarios(&[], false)
+        .map_err(|errors| errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\nerror: "))?;
+    if let Some(exact) = all.iter().find(|s| s.name == args.scenario) {
+        return Ok(exact.clone());
+    }
+    let mut matching: Vec<_> = all.into_iter().filter(|s| s.name.contains(&args.scenario)).collect();
+    match matching.len() {
+        1 => Ok(matching.remove(0)),
+        0 => Err(format!(
+            "no scenario file or name `{}` in {}: give a path to a .yaml file or a scenario name as `run` lists it",
+            args.scenario,
+            args.inputs.scenarios.display()
+        )),
+        _ => Err(format!(
+            "`{}` names {} scenarios ({}): give the whole name",
+            args.scenario,
+            matching.len(),
+            matching.iter().map(|s| s.name.as_str()).take(8).collect::<Vec<_>>().join(", ")
+        )),
+    }
+}
+
+/// Prints setup's statements, then for each step the model's reasoning, the
+/// target's statements, and a `!!` marker with the difference where the
+/// step-by-step states part.
+fn interleave(
+    loaded: &LoadedScenario,
+    target: Target,
+    notes: &[String],
+    log: &[reapcheck::statement_log::Executed],
+    parted: &Parting,
+    model: &Checkpoints,
+    states: &Checkpoints,
+) {
+    let show = |phase: &dyn Fn(Phase) -> bool, clock| {
+        for e in log.iter().filter(|e| phase(e.phase) || (e.failed() && matches!(e.phase, Phase::Teardown))) {
+            println!("    sql on {target}: {}", e.render(clock));
+        }
+    };
+    println!("setup");
+    show(&|p| p == Phase::Setup, Some(loaded.scenario.now));
+    mark_parting(target, 0, parted, model, states);
+    let mut groups = split_steps(notes).into_iter();
+    for index in 0..loaded.scenario.steps.len() {
+        for line in groups.next().unwrap_or_default() {
+            println!("{line}");
+        }
+        let now = log.iter().find_map(|e| match e.phase {
+            Phase::Step { index: i, now } if i == index => Some(now),
+            _ => None,
+        });
+        show(&|p| matches!(p, Phase::Step { index: i, .. } if i == index), now);
+        mark_parting(target, index + 1, parted, model, states);
+    }
+}
+
+fn mark_parting(target: Target, checkpoint: usize, parted: &Parting, model: &Checkpoints, states: &Checkpoints) {
+    let here = match parted {
+        Parting::Setup => checkpoint == 0,
+        Parting::Step(i) => checkpoint == i + 1,
+        _ => false,
+    };
+    if here
+        && let (Some(m), Some(t)) = (model.get(checkpoint), states.get(checkpoint))
+        && let Some(d) = diff::render("model", m, target.name(), t)
+    {
+        println!("  !! {target} and the model part here; state now (instants relative to the clock):");
+        d.lines().for_each(|l| println!("    {l}"));
+    }
+}
+
+/// The model's notes, one group per step (each begins with `@ `).
+fn split_steps(notes: &[String]) -> Vec<Vec<String>> {
+    let mut groups: Vec<Vec<String>> = Vec::new();
+    for line in notes {
+        if line.starts_with("@ ") || groups.is_empty() {
+            groups.push(Vec::new());
+        }
+        groups.last_mut().expect("pushed").push(line.clone());
+    }
+    groups
 }

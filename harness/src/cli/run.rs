@@ -6,6 +6,7 @@ use std::time::Instant;
 
 use futures_util::{StreamExt, stream};
 
+use reapcheck::coverage::Coverage;
 use reapcheck::dialect::Dialect;
 use reapcheck::reach::{self, Reach};
 use reapcheck::report::{self, CaseRecord};
@@ -13,6 +14,7 @@ use reapcheck::runner::{self, Verdict};
 use reapcheck::scenario::LoadedScenario;
 use reapcheck::snapshot;
 use reapcheck::target::Target;
+use reapcheck::trace;
 
 use super::inputs::report;
 use super::{EXIT_FAILED, EXIT_INVALID, Inputs};
@@ -38,6 +40,18 @@ pub struct RunArgs {
     /// Write junit.xml and summary.txt into this folder.
     #[arg(long)]
     report: Option<std::path::PathBuf>,
+    /// Print, per database target, how many scenarios executed each
+    /// statement and each UPDATE's branches (changed rows or none).
+    #[arg(long)]
+    coverage: bool,
+    /// Fail when a statement is executed by fewer scenarios than this on a
+    /// target (checked when no filter narrows the corpus).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    coverage_min: usize,
+    /// Print the SQL trace of every case on a database target (statements,
+    /// file:line, bound values, results), not only of failures.
+    #[arg(long)]
+    trace: bool,
     /// Only scenarios whose name contains one of these.
     filters: Vec<String>,
 }
@@ -122,9 +136,10 @@ pub fn run(args: RunArgs) -> ExitCode {
         }
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime starts");
-    let records = runtime.block_on(run_all(&args, &scenarios, &targets, &required, &dialects));
+    let (records, coverages) = runtime.block_on(run_all(&args, &scenarios, &targets, &required, &dialects));
     let mut tally = Tally::default();
     records.iter().for_each(|r| tally.add(&r.verdict));
+    tally.failed += check_coverage(&args, &coverages);
     if let Some(dir) = &args.report {
         match report::write(dir, &records) {
             Ok(()) => println!("reports written to {}", dir.display()),
@@ -150,8 +165,9 @@ async fn run_all(
     targets: &[Target],
     required: &[Target],
     dialects: &[Dialect],
-) -> Vec<CaseRecord> {
+) -> (Vec<CaseRecord>, Vec<Coverage>) {
     let mut records = Vec::new();
+    let mut coverages = Vec::new();
     let mut models = Vec::with_capacity(scenarios.len());
     for s in scenarios {
         let started = Instant::now();
@@ -199,23 +215,64 @@ async fn run_all(
             async move {
                 let started = Instant::now();
                 let run = runner::check_target(s, target, server, dialect, model).await;
+                let traced = match (args.trace, &run.verdict) {
+                    (true, v) if !v.is_failure() => Some(trace::trace(server, dialect, s, target.name()).await),
+                    _ => None,
+                };
                 let mut verdict = run.verdict;
                 let declared = s.scenario.divergence.keys().any(|t| t.as_str() == target.name());
                 if let (true, Verdict::New, true, Some(yaml)) = (args.accept, &verdict, declared, &run.yaml) {
                     verdict = accept_divergence(s, target, yaml);
                 }
-                (s, record(s, target.name(), version, verdict, started))
+                (s, record(s, target.name(), version, verdict, started), run.log, traced)
             }
         });
+        let mut coverage = Coverage::new(target.name(), dialect);
         let mut results = stream::iter(cases).buffered(args.jobs.max(1));
-        while let Some((s, record)) = results.next().await {
+        while let Some((s, record, log, traced)) = results.next().await {
             print_line(&record, s, args);
+            if let Some(t) = traced {
+                print!("{}", indent(&t));
+            }
+            coverage.add(&log);
             records.push(record);
         }
         drop(results);
         server.close().await;
+        coverages.push(coverage);
     }
-    records
+    (records, coverages)
+}
+
+/// Prints the coverage tables (`--coverage`) and the statements executed by
+/// fewer than `--coverage-min` scenarios; returns how many targets fell
+/// short. Only a run of the whole corpus can fall short.
+fn check_coverage(args: &RunArgs, coverages: &[Coverage]) -> usize {
+    let mut short_targets = 0;
+    for c in coverages {
+        if args.coverage {
+            print!("{}", c.table());
+        }
+        if !args.filters.is_empty() {
+            continue;
+        }
+        let short = c.shortfalls(args.coverage_min);
+        if !short.is_empty() {
+            short_targets += 1;
+            println!("FAIL     coverage on {}", c.target);
+            for line in short {
+                println!("    {line}");
+            }
+        }
+    }
+    if args.coverage && !args.filters.is_empty() {
+        println!("coverage not checked: filters narrow the corpus");
+    }
+    short_targets
+}
+
+fn indent(text: &str) -> String {
+    text.lines().map(|l| format!("    {l}\n")).collect()
 }
 
 fn record(s: &LoadedScenario, target: &str, server: &str, verdict: Verdict, started: Instant) -> CaseRecord {

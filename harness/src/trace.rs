@@ -1,0 +1,161 @@
+//! The SQL trace of a run on a target: the statements run for the steps up
+//! to the first step where the target and the model part, each with its
+//! name, `file:line`, bound values and result, then the difference at that
+//! step. Printed under every failure on a database target and by
+//! `run --trace`.
+//!
+//! The first differing step is found by reading the state back after setup
+//! and after every step on both stores ([`driver::run_with`]) and comparing
+//! the documents; the trace run is a second run of the scenario in a fresh
+//! namespace, so the checked run is never changed by tracing.
+
+use std::fmt::Write as _;
+
+use crate::backend::Server;
+use crate::dialect::Dialect;
+use crate::diff;
+use crate::driver::{self, Checkpoints};
+use crate::engine::Phase;
+use crate::model::Model;
+use crate::runner::run_logged;
+use crate::scenario::LoadedScenario;
+use crate::statement_log::Executed;
+
+/// Where two stores' step-by-step states first differ.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Parting {
+    /// The states differ right after setup (the rows as inserted).
+    Setup,
+    /// They differ after step `index` (0-based).
+    Step(usize),
+    /// The target stopped with an error at or before step `index` (or in
+    /// setup, `None`).
+    Error(Option<usize>),
+    /// Every checkpoint agrees.
+    Never,
+}
+
+/// Compares checkpoint lists (see [`driver::Checkpoints`]): index 0 is after
+/// setup, `i + 1` after step `i`. `target_failed` says the target's run
+/// stopped with an error, so its list may be short.
+pub fn parting(model: &Checkpoints, target: &Checkpoints, target_failed: bool) -> Parting {
+    for (i, m) in model.iter().enumerate() {
+        match target.get(i) {
+            Some(t) if t == m => continue,
+            Some(_) if i == 0 => return Parting::Setup,
+            Some(_) => return Parting::Step(i - 1),
+            None if target_failed => return Parting::Error(i.checked_sub(1)),
+            None => return Parting::Step(i.saturating_sub(1)),
+        }
+    }
+    // Every state was read: the error came after the last step.
+    if target_failed { Parting::Error(model.len().checked_sub(2)) } else { Parting::Never }
+}
+
+/// Runs `scenario` on the model and on `server` with checkpoints and
+/// renders the trace up to the first step where they part, with the
+/// difference there. `target` is the target's name, for labels.
+pub async fn trace(server: &Server, dialect: &Dialect, scenario: &LoadedScenario, target: &str) -> String {
+    let s = &scenario.scenario;
+    let mut model_states = Checkpoints::new();
+    let mut model = Model::new(s.schema);
+    // The model answers every call; an error here would be a bug in it.
+    let model_run = driver::run_with(s, &mut model, None, Some(&mut model_states)).await;
+    let mut target_states = Checkpoints::new();
+    let run = run_logged(server, dialect, scenario, Some(&mut target_states)).await;
+    let failed = run.outcome.is_err();
+    let parting = match model_run {
+        Ok(_) => parting(&model_states, &target_states, failed),
+        Err(_) => Parting::Never,
+    };
+    render(scenario, target, &run.log, &parting, &model_states, &target_states)
+}
+
+/// The rendered trace; see the module docs.
+pub fn render(
+    scenario: &LoadedScenario,
+    target: &str,
+    log: &[Executed],
+    parting: &Parting,
+    model: &Checkpoints,
+    states: &Checkpoints,
+) -> String {
+    let last_step = match parting {
+        Parting::Setup | Parting::Error(None) => None,
+        Parting::Step(i) | Parting::Error(Some(i)) => Some(*i),
+        Parting::Never => scenario.scenario.steps.len().checked_sub(1),
+    };
+    let mut out = match parting {
+        Parting::Setup => format!("trace on {target}: the rows differ right after setup\n"),
+        Parting::Step(i) => {
+            format!("trace on {target}: statements up to step {}, where {target} and the model part\n", i + 1)
+        }
+        Parting::Error(_) => format!("trace on {target}: statements up to the one that failed\n"),
+        Parting::Never => format!("trace on {target}: every statement (the step-by-step states agree)\n"),
+    };
+    let mut header: Option<Option<usize>> = None;
+    for e in log {
+        let (clock, index) = match e.phase {
+            Phase::Setup => (Some(scenario.scenario.now), None),
+            Phase::Step { index, now } => (Some(now), Some(index)),
+            // Read-backs are the harness's, not the scenario's: shown only
+            // when one failed.
+            Phase::Checkpoint | Phase::ReadBack | Phase::Teardown if e.failed() => (None, header.flatten()),
+            Phase::Checkpoint | Phase::ReadBack | Phase::Teardown => continue,
+        };
+        if let Some(i) = index
+            && last_step.is_none_or(|last| i > last)
+        {
+            break;
+        }
+        if header != Some(index) {
+            header = Some(index);
+            match index {
+                None => out.push_str("  setup\n"),
+                Some(i) => {
+                    let step = scenario.scenario.steps[i].value();
+                    let at = clock.map(|c| c.to_string()).unwrap_or_default();
+                    let described = serde_saphyr::to_string(step).unwrap_or_default().trim().replace('\n', " ");
+                    let _ = writeln!(out, "  step {} at {at}: {described}", i + 1);
+                }
+            }
+        }
+        let _ = writeln!(out, "    {}", e.render(clock));
+    }
+    let at = match parting {
+        Parting::Setup => Some(0),
+        Parting::Step(i) => Some(i + 1),
+        _ => None,
+    };
+    if let Some(k) = at
+        && let (Some(m), Some(t)) = (model.get(k), states.get(k))
+        && let Some(d) = diff::render("model", m, target, t)
+    {
+        let when = if k == 0 { "after setup".to_owned() } else { format!("after step {k}") };
+        let _ = writeln!(out, "  state {when} (instants relative to the clock then):");
+        for line in d.lines() {
+            let _ = writeln!(out, "    {line}");
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn states(list: &[&str]) -> Checkpoints {
+        list.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn the_first_differing_checkpoint_names_the_step() {
+        let model = states(&["s", "a", "b", "c"]);
+        assert_eq!(parting(&model, &states(&["s", "a", "b", "c"]), false), Parting::Never);
+        assert_eq!(parting(&model, &states(&["x", "a", "b", "c"]), false), Parting::Setup);
+        assert_eq!(parting(&model, &states(&["s", "a", "x", "c"]), false), Parting::Step(1));
+        assert_eq!(parting(&model, &states(&["s", "a"]), true), Parting::Error(Some(1)));
+        assert_eq!(parting(&model, &states(&[]), true), Parting::Error(None));
+        assert_eq!(parting(&model, &states(&["s", "a", "b", "c"]), true), Parting::Error(Some(2)));
+    }
+}
