@@ -11,8 +11,11 @@ use crate::diff;
 use crate::driver;
 use crate::engine::{EngineError, EngineErrorKind};
 use crate::expect;
+use crate::feature;
 use crate::model::Model;
 use crate::outcome::Outcome;
+use crate::relax;
+use crate::resolution::Resolved;
 use crate::scenario::LoadedScenario;
 use crate::snapshot;
 use crate::sql::{SqlEngine, namespace_script};
@@ -91,8 +94,21 @@ fn expect_problems(scenario: &LoadedScenario, outcome: &Outcome) -> Vec<String> 
     }
 }
 
+/// Why `dialect` cannot run `scenario`: the first feature the scenario
+/// needs that the dialect's profile declares absent
+/// (`<dialect> declares no leases (dialect.toml)`).
+pub fn absent_feature(scenario: &LoadedScenario, dialect: &Dialect, model: &ModelRun) -> Option<String> {
+    let needed = feature::needed(&scenario.scenario, &model.outcome);
+    let absent = needed.into_iter().find(|f| !dialect.profile.has(*f))?;
+    Some(format!("{} declares no {absent} (dialect.toml)", dialect.name))
+}
+
 /// Plays `scenario` on `target` and checks it against the model's run (or,
-/// for a declared divergence, against the divergence's own snapshot).
+/// for a declared divergence, against the divergence's own snapshot). A
+/// scenario needing a feature the dialect lacks is skipped; under a profile
+/// other than the reference, the target is compared with the model run at
+/// the profile's resolution, both outcomes normalized by its relaxations,
+/// and not with the snapshot (which holds the reference claim).
 pub async fn check_target(
     scenario: &LoadedScenario,
     target: Target,
@@ -100,6 +116,9 @@ pub async fn check_target(
     dialect: &Dialect,
     model: &ModelRun,
 ) -> TargetRun {
+    if let Some(reason) = absent_feature(scenario, dialect, model) {
+        return TargetRun { verdict: Verdict::Skipped(reason), yaml: None };
+    }
     let outcome = match run_on(server, dialect, scenario).await {
         Ok(o) => o,
         Err(e) => return TargetRun { verdict: Verdict::Fail(format!("{target} failed: {e}")), yaml: None },
@@ -108,9 +127,37 @@ pub async fn check_target(
     let declared = scenario.scenario.divergence.iter().find(|(t, _)| t.as_str() == target.name());
     let verdict = match declared {
         Some((_, reason)) => check_divergence(scenario, target, reason, &yaml, model),
-        None => check_against_model(scenario, target, &outcome, &yaml, model),
+        None if dialect.profile.is_reference() => check_against_model(scenario, target, &outcome, &yaml, model),
+        None => check_under_profile(scenario, target, dialect, outcome, model).await,
     };
     TargetRun { verdict, yaml: Some(yaml) }
+}
+
+/// The target against the model under the dialect's profile: the model
+/// runs at the profile's time resolution, and both outcomes are normalized
+/// by its relaxations before the one diff. `expect` and the snapshot hold
+/// the reference claim and are checked on the model's own line.
+async fn check_under_profile(
+    scenario: &LoadedScenario,
+    target: Target,
+    dialect: &Dialect,
+    outcome: Outcome,
+    model: &ModelRun,
+) -> Verdict {
+    let profile = &dialect.profile;
+    let s = &scenario.scenario;
+    let mut resolved = Resolved::new(Model::new(s.schema), profile.time_resolution);
+    let under = driver::run(s, &mut resolved, None).await.expect("the model never fails");
+    let expected = snapshot::normalize(&relax::normalize(under, profile).to_yaml());
+    let actual = snapshot::normalize(&relax::normalize(outcome, profile).to_yaml());
+    let label = format!("model under {}'s profile", dialect.name);
+    match diff::render(&label, &expected, target.name(), &actual) {
+        Some(d) => Verdict::Fail(format!(
+            "{target} disagrees with the model under the profile ({profile}); the snapshot is not compared\n{d}"
+        )),
+        None if model.snapshot.is_some() => Verdict::Ok,
+        None => Verdict::New,
+    }
 }
 
 /// A target's run of one scenario.
@@ -193,7 +240,8 @@ pub async fn run_on_timed(
     let run = async {
         entered?;
         let s = &scenario.scenario;
-        driver::run(s, &mut SqlEngine::new(dialect, s.schema, &mut conn), None).await
+        let engine = SqlEngine::new(dialect, s.schema, &mut conn);
+        driver::run(s, &mut Resolved::new(engine, dialect.profile.time_resolution), None).await
     }
     .await;
     let ran = started.elapsed();

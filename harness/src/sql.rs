@@ -8,6 +8,7 @@ use crate::dialect::Dialect;
 use crate::dialect::contract::{self, Column, NAMESPACE_MARKER, Shape};
 use crate::dialect::text::{self, Prepared};
 use crate::engine::{Call, Candidate, Engine, EngineError, EngineErrorKind, JobState, LeaseRow, Reply, Value};
+use crate::feature::Feature;
 use crate::outcome::{LastError, Status};
 use crate::scenario::Schema;
 use crate::time::Instant;
@@ -17,12 +18,32 @@ pub struct SqlEngine<'a> {
     dialect: &'a Dialect,
     schema: Schema,
     conn: &'a mut Connection,
+    /// The `now` the dialect's `set_clock` last set, if it has one.
+    clock: Option<Instant>,
 }
 
 impl<'a> SqlEngine<'a> {
     /// An engine running `dialect` on `conn` for tables of `schema`.
     pub fn new(dialect: &'a Dialect, schema: Schema, conn: &'a mut Connection) -> Self {
-        SqlEngine { dialect, schema, conn }
+        SqlEngine { dialect, schema, conn, clock: None }
+    }
+
+    /// Runs the dialect's optional `set_clock` with `now`, unless it already
+    /// set that instant, so that SQL reading the database's own clock reads
+    /// the scenario's (docs/dialect-profile.md).
+    async fn set_clock(&mut self, now: Instant) -> Result<(), EngineError> {
+        let Some(statement) = self.dialect.find("set_clock", self.schema) else { return Ok(()) };
+        if self.clock == Some(now) {
+            return Ok(());
+        }
+        let style = self.conn.placeholders();
+        for command in text::commands(&statement.sql) {
+            let prepared = text::prepare(&command, style);
+            let values = values_for(&prepared, &[("now", Value::Instant(now))]);
+            self.conn.execute(&prepared.sql, &values).await.map_err(|e| failed("set_clock", e))?;
+        }
+        self.clock = Some(now);
+        Ok(())
     }
 }
 
@@ -53,9 +74,19 @@ fn failed(statement: &'static str, e: BackendError) -> EngineError {
 
 impl Engine for SqlEngine<'_> {
     async fn call(&mut self, call: Call) -> Result<Reply, EngineError> {
+        if let Some(now) = call.now() {
+            self.set_clock(now).await?;
+        }
         let (name, params) = bindings(&call);
         let spec = contract::spec(name).expect("bindings name contract statements");
-        let statement = self.dialect.statement(name, self.schema);
+        let Some(statement) = self.dialect.find(name, self.schema) else {
+            // A queue without leases has no lease table: nothing to read.
+            if matches!(call, Call::ReadLeases) && !self.dialect.profile.has(Feature::Leases) {
+                return Ok(Reply::Leases(Vec::new()));
+            }
+            let why = format!("the dialect does not define `{name}`: its profile declares its feature absent");
+            return Err(EngineError { statement: name, kind: EngineErrorKind::Database(why) });
+        };
         let style = self.conn.placeholders();
         match spec.shape {
             Shape::Script => {

@@ -32,6 +32,9 @@ pub fn check(args: CheckArgs) -> ExitCode {
         return ExitCode::from(EXIT_INVALID);
     }
     let count = scenarios.map(|s| s.len()).unwrap_or_default();
+    for d in dialects.iter().flatten() {
+        println!("profile of {}: {}", d.name, d.profile);
+    }
     println!("{count} scenarios and {} dialects ({}) are valid", names.len(), names.join(", "));
     ExitCode::SUCCESS
 }

@@ -194,6 +194,14 @@ async fn run_all(
             }
         };
         let version = server.version().to_owned();
+        if !dialect.profile.declared.is_empty() {
+            println!("profile of {} on {target}: {}", dialect.name, dialect.profile);
+        }
+        if !dialect.profile.is_reference() {
+            println!(
+                "{target} is compared with the model under this profile, not with the snapshots (the reference claim)"
+            );
+        }
         let cases = scenarios.iter().zip(&models).map(|(s, model)| {
             let (server, version) = (&server, &version);
             async move {
