@@ -138,6 +138,27 @@ mod tests {
         assert_eq!(Resolution::Micro.truncate(at(1_999_999)), at(1_999_999));
     }
 
+    /// A beat 30.5 s before 12:00:00.7 is past the strict 30 s scan floor
+    /// at 1us; on a whole-second clock the beat is 11:59:30 and the clock
+    /// 12:00:00, exactly 30 s: not past it, as a whole-second queue sees it.
+    #[tokio::test]
+    async fn the_model_at_one_second_sees_what_a_whole_second_queue_sees() {
+        let scenario: crate::scenario::Scenario = serde_saphyr::from_str(
+            "description: d\nnow: 2026-01-15T12:00:00.7Z\nclasses: { C: {} }\n\
+             jobs: [ { id: a, class: C, status: processing, attempts: 1, claimed: -10m, heartbeat: -30.5s } ]\n\
+             steps: [ scan ]\n",
+        )
+        .unwrap();
+        let schema = scenario.schema;
+        let exact = crate::driver::run(&scenario, &mut crate::model::Model::new(schema), None).await.unwrap();
+        let mut whole = Resolved::new(crate::model::Model::new(schema), Resolution::Second);
+        let seconds = crate::driver::run(&scenario, &mut whole, None).await.unwrap();
+        use crate::outcome::StepResult::Scan;
+        assert_eq!(exact.steps, vec![Some(Scan(vec!["a".into()]))]);
+        assert_eq!(seconds.steps, vec![Some(Scan(vec![]))]);
+        assert_eq!(seconds.jobs["a"].heartbeat_at, Some(Duration::from_micros(-30_700_000)), "relative to 12:00:00.7");
+    }
+
     #[test]
     fn every_bound_instant_of_a_call_is_truncated() {
         let now = at(10_500_000);

@@ -10,6 +10,10 @@
 //!   `set_clock`; passes the corpus (on MariaDB 10.11 except the two
 //!   scenarios past 2038, whose clock `SET timestamp` cannot reach).
 //!
+//! - `relaxed`: finished rows keep `claim_token`, the scan has no `ORDER BY`
+//!   (hooks in table order); `claim_token_on_finished_rows = kept` and
+//!   `hook_order = unordered`, each needed.
+//!
 //! SQLite always runs; PostgreSQL and MariaDB when `REAPCHECK_POSTGRES_URL`
 //! and `REAPCHECK_MARIADB_URL` are set.
 
@@ -171,6 +175,47 @@ fn the_database_clock_port_passes_the_corpus() {
     } else {
         assert!(o.status.success(), "{out}{}", text(&o.stderr));
     }
+}
+
+#[test]
+fn the_relaxed_port_passes_with_its_two_relaxations() {
+    let targets = targets();
+    let o = reapcheck(&["run", "--db", &db_list(&targets), "--dialects", &port("relaxed")], &targets);
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{out}{}", text(&o.stderr));
+    let closing = format!("{} passed, 0 failed, 0 skipped", scenario_count() * (1 + targets.len()));
+    assert_eq!(out.lines().last(), Some(closing.as_str()), "{out}");
+}
+
+/// The relaxed SQLite port under a profile holding only `knob`: the
+/// scenarios it fails.
+fn relaxed_failures_with_only(name: &str, knob: &str) -> BTreeSet<String> {
+    let scratch = std::env::temp_dir().join(format!("reapcheck-ports-{name}-{}", std::process::id()));
+    let dir = scratch.join("sqlite");
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(Path::new(&port("relaxed")).join("sqlite")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "sql") {
+            std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    std::fs::write(dir.join("dialect.toml"), knob).unwrap();
+    let o = reapcheck(&["run", "--dialects", &scratch.display().to_string()], &[Target::Sqlite]);
+    let _ = std::fs::remove_dir_all(&scratch);
+    named(&text(&o.stdout), "FAIL ", Target::Sqlite)
+}
+
+#[test]
+fn each_relaxation_is_needed_by_the_relaxed_port() {
+    let tokens_only = "claim_token_on_finished_rows = { value = \"kept\", reason = \"x\" }\n";
+    let failed = relaxed_failures_with_only("tokens-only", tokens_only);
+    let order: BTreeSet<String> =
+        ["outcomes/events-in-byte-order-of-id", "outcomes/events-in-id-order"].map(String::from).into();
+    assert_eq!(failed, order, "the hooks fire in table order");
+    let order_only = "hook_order = { value = \"unordered\", reason = \"x\" }\n";
+    let failed = relaxed_failures_with_only("order-only", order_only);
+    assert!(failed.contains("fencing/stale-complete-after-reclaim"), "{failed:?}");
+    assert!(failed.contains("outcomes/retries-exhausted"), "{failed:?}");
 }
 
 /// A copy of the SQLite dialect in a scratch folder, with `edit` applied to
