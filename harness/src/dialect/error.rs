@@ -8,9 +8,9 @@ pub struct DialectError {
     /// The file (or folder) at fault, as shown to the user.
     pub file: String,
     /// The line in it, when known.
-    pub line: Option<usize>,
+    pub line: Option<u32>,
     /// The column in that line, when known (profile errors).
-    pub column: Option<usize>,
+    pub column: Option<u32>,
     /// What is wrong.
     #[source]
     pub kind: DialectErrorKind,

@@ -59,8 +59,8 @@ impl Dialect {
                 Err(e) => {
                     errors.push(DialectError {
                         file: profile_shown.clone(),
-                        line: Some(e.line),
-                        column: Some(e.column),
+                        line: u32::try_from(e.line).ok(),
+                        column: u32::try_from(e.column).ok(),
                         kind: DialectErrorKind::Profile(e.message),
                     });
                     None
@@ -75,11 +75,16 @@ impl Dialect {
         let mut reported: Vec<String> = Vec::new();
         for (file, content) in files {
             let shown = format!("{name}/{file}");
-            let error = |line, kind| DialectError { file: shown.clone(), line, column: None, kind };
+            let error = |line: usize, kind| DialectError {
+                file: shown.clone(),
+                line: u32::try_from(line).ok(),
+                column: None,
+                kind,
+            };
             let blocks = match text::named_blocks(&content) {
                 Ok(b) => b,
                 Err((line, message)) => {
-                    errors.push(error(Some(line), DialectErrorKind::Layout(message)));
+                    errors.push(error(line, DialectErrorKind::Layout(message)));
                     continue;
                 }
             };
@@ -87,7 +92,7 @@ impl Dialect {
                 let origin = format!("{shown}:{}", block.line);
                 if let Some(first) = statements.get(&block.name) {
                     let first = first.origin.clone();
-                    errors.push(error(Some(block.line), DialectErrorKind::Duplicate { name: block.name, first }));
+                    errors.push(error(block.line, DialectErrorKind::Duplicate { name: block.name, first }));
                     continue;
                 }
                 if let Some(feature) = contract::feature_of(&block.name).filter(|f| !profile.has(*f)) {
@@ -96,12 +101,12 @@ impl Dialect {
                         feature,
                         profile: profile_shown.clone(),
                     };
-                    errors.push(error(Some(block.line), kind));
+                    errors.push(error(block.line, kind));
                     reported.push(block.name);
                     continue;
                 }
                 if let Err(kind) = check(&block) {
-                    errors.push(error(Some(block.line), kind));
+                    errors.push(error(block.line, kind));
                     reported.push(block.name);
                     continue;
                 }
