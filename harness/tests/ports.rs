@@ -237,6 +237,49 @@ fn sqlite_copy(name: &str, profile: Option<&str>, edit: impl Fn(&str, String) ->
     scratch
 }
 
+/// `text` without the statements that belong to `feature`.
+fn without_feature(text: &str, feature: Feature) -> String {
+    let mut keep = true;
+    let mut out = String::new();
+    for line in text.lines() {
+        if let Some(name) = line.strip_prefix("-- name:") {
+            keep = reapcheck::dialect::contract::feature_of(name.trim()) != Some(feature);
+        }
+        if keep {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Every other feature, declared absent in a SQLite copy without its
+/// statements, skips exactly the scenarios that need it, with the reason.
+#[test]
+fn each_absent_feature_skips_exactly_the_scenarios_that_need_it() {
+    let scenarios = load_dir(&root().join("scenarios"), &[]).expect("scenarios load");
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let needs: Vec<BTreeSet<Feature>> = scenarios
+        .iter()
+        .map(|s| feature::needed(&s.scenario, &runtime.block_on(runner::check_model(s)).outcome))
+        .collect();
+    for absent in [Feature::Legacy, Feature::WorkerFail, Feature::Hooks] {
+        let present: Vec<String> = Feature::ALL.iter().filter(|f| **f != absent).map(|f| format!("\"{f}\"")).collect();
+        let profile = format!("features = {{ value = [{}], reason = \"test\" }}\n", present.join(", "));
+        let dir = sqlite_copy(absent.as_str(), Some(&profile), |_, t| without_feature(&t, absent));
+        let o = reapcheck(&["run", "--dialects", &dir.display().to_string()], &[Target::Sqlite]);
+        let _ = std::fs::remove_dir_all(&dir);
+        let out = text(&o.stdout);
+        assert!(o.status.success(), "{absent}: {out}{}", text(&o.stderr));
+        let expected: BTreeSet<String> =
+            scenarios.iter().zip(&needs).filter(|(_, n)| n.contains(&absent)).map(|(s, _)| s.name.clone()).collect();
+        assert!(!expected.is_empty(), "no scenario needs {absent}");
+        assert_eq!(named(&out, "skipped:", Target::Sqlite), expected, "{absent}: {out}");
+        let reason = format!(": sqlite declares no {absent} (dialect.toml)");
+        assert_eq!(out.lines().filter(|l| l.ends_with(&reason)).count(), expected.len(), "{out}");
+    }
+}
+
 fn check_errors(dir: &Path) -> String {
     let o = reapcheck(&["check", "--dialects", &dir.display().to_string()], &[]);
     let _ = std::fs::remove_dir_all(dir);
