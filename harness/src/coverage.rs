@@ -87,7 +87,7 @@ impl Coverage {
             .map(|(name, c)| {
                 format!(
                     "`{name}` of dialect {} is executed by {} scenario{} on {} (at least {min} required): \
-                     add a scenario that runs it",
+                     add a scenario that runs it, or pass --coverage-min 0 when this is not the whole corpus",
                     self.dialect,
                     c.scenarios,
                     if c.scenarios == 1 { "" } else { "s" },

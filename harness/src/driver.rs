@@ -25,11 +25,11 @@ pub async fn run<E: Engine>(
     run_with(scenario, engine, trace, None).await
 }
 
-/// The state after setup and after each step, as outcome documents (YAML,
-/// instants relative to the clock at that point): index 0 is after setup,
+/// The state after setup and after each step, as outcome documents
+/// (instants relative to the clock at that point): index 0 is after setup,
 /// index `i + 1` after step `i`. Comparing two stores' checkpoints finds
 /// the first step where they part.
-pub type Checkpoints = Vec<String>;
+pub type Checkpoints = Vec<Outcome>;
 
 /// [`run`], also reading the state back after setup and after every step
 /// into `checkpoints` when given (trace mode: it adds a `read_jobs` and a
@@ -391,9 +391,9 @@ impl<'a, E: Engine> Driver<'a, E> {
     }
 
     /// The state now, as an outcome document, for step-by-step comparison.
-    async fn checkpoint(&mut self, steps: &[Option<StepResult>]) -> Result<String, EngineError> {
+    async fn checkpoint(&mut self, steps: &[Option<StepResult>]) -> Result<Outcome, EngineError> {
         self.engine.mark(Phase::Checkpoint);
-        Ok(self.read_outcome(steps.to_vec(), self.events.clone()).await?.to_yaml())
+        self.read_outcome(steps.to_vec(), self.events.clone()).await
     }
 
     async fn outcome(mut self, steps: Vec<Option<StepResult>>) -> Result<Outcome, EngineError> {

@@ -245,6 +245,35 @@ pub enum Call {
     ReadLeases,
 }
 
+impl Call {
+    /// The operation's clock, for the calls that bind `:now`.
+    pub fn now(&self) -> Option<Instant> {
+        match self {
+            Call::Claim { now, .. }
+            | Call::Heartbeat { now, .. }
+            | Call::Complete { now, .. }
+            | Call::FailRetry { now, .. }
+            | Call::FailFinal { now, .. }
+            | Call::ReapScan { now, .. }
+            | Call::ReapRetry { now, .. }
+            | Call::ReapInterrupt { now, .. }
+            | Call::ReapFail { now, .. }
+            | Call::LeaseTakeover { now, .. }
+            | Call::LeaseDefer { now, .. } => Some(*now),
+            Call::SetTimeZone { .. }
+            | Call::CreateSchema
+            | Call::InsertJob(_)
+            | Call::InsertLease(_)
+            | Call::ReadAttempt { .. }
+            | Call::LeaseAcquire { .. }
+            | Call::LeaseRenew { .. }
+            | Call::LeaseRelease { .. }
+            | Call::ReadJobs
+            | Call::ReadLeases => None,
+        }
+    }
+}
+
 /// What a call returns.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Reply {

@@ -11,8 +11,11 @@ use crate::diff;
 use crate::driver;
 use crate::engine::{EngineError, EngineErrorKind, Phase};
 use crate::expect;
+use crate::feature;
 use crate::model::Model;
 use crate::outcome::Outcome;
+use crate::relax;
+use crate::resolution::Resolved;
 use crate::scenario::LoadedScenario;
 use crate::scenario::Schema;
 use crate::snapshot;
@@ -93,10 +96,23 @@ fn expect_problems(scenario: &LoadedScenario, outcome: &Outcome) -> Vec<String> 
     }
 }
 
+/// Why `dialect` cannot run `scenario`: the first feature the scenario
+/// needs that the dialect's profile declares absent
+/// (`<dialect> declares no leases (dialect.toml)`).
+pub fn absent_feature(scenario: &LoadedScenario, dialect: &Dialect, model: &ModelRun) -> Option<String> {
+    let needed = feature::needed(&scenario.scenario, &model.outcome);
+    let absent = needed.into_iter().find(|f| !dialect.profile.has(*f))?;
+    Some(format!("{} declares no {absent} (dialect.toml)", dialect.name))
+}
+
 /// Plays `scenario` on `target` and checks it against the model's run (or,
 /// for a declared divergence, against the divergence's own snapshot). A
 /// failure carries the SQL trace up to the first step where the target and
-/// the model part ([`crate::trace`]).
+/// the model part ([`crate::trace`]). A
+/// scenario needing a feature the dialect lacks is skipped; under a profile
+/// other than the reference, the target is compared with the model run at
+/// the profile's resolution, both outcomes normalized by its relaxations,
+/// and not with the snapshot (which holds the reference claim).
 pub async fn check_target(
     scenario: &LoadedScenario,
     target: Target,
@@ -104,6 +120,9 @@ pub async fn check_target(
     dialect: &Dialect,
     model: &ModelRun,
 ) -> TargetRun {
+    if let Some(reason) = absent_feature(scenario, dialect, model) {
+        return TargetRun { verdict: Verdict::Skipped(reason), yaml: None, log: Vec::new() };
+    }
     let run = run_logged(server, dialect, scenario, None).await;
     let (verdict, yaml) = match run.outcome {
         Err(e) => (Verdict::Fail(format!("{target} failed: {e}")), None),
@@ -112,7 +131,8 @@ pub async fn check_target(
             let declared = scenario.scenario.divergence.iter().find(|(t, _)| t.as_str() == target.name());
             let verdict = match declared {
                 Some((_, reason)) => check_divergence(scenario, target, reason, &yaml, model),
-                None => check_against_model(scenario, target, &outcome, &yaml, model),
+                None if dialect.profile.is_reference() => check_against_model(scenario, target, &outcome, &yaml, model),
+                None => check_under_profile(scenario, target, dialect, outcome, model).await,
             };
             (verdict, Some(yaml))
         }
@@ -125,6 +145,33 @@ pub async fn check_target(
         other => other,
     };
     TargetRun { verdict, yaml, log: run.log }
+}
+
+/// The target against the model under the dialect's profile: the model
+/// runs at the profile's time resolution, and both outcomes are normalized
+/// by its relaxations before the one diff. `expect` and the snapshot hold
+/// the reference claim and are checked on the model's own line.
+async fn check_under_profile(
+    scenario: &LoadedScenario,
+    target: Target,
+    dialect: &Dialect,
+    outcome: Outcome,
+    model: &ModelRun,
+) -> Verdict {
+    let profile = &dialect.profile;
+    let s = &scenario.scenario;
+    let mut resolved = Resolved::new(Model::new(s.schema), profile.time_resolution);
+    let under = driver::run(s, &mut resolved, None).await.expect("the model never fails");
+    let expected = snapshot::normalize(&relax::normalize(under, profile).to_yaml());
+    let actual = snapshot::normalize(&relax::normalize(outcome, profile).to_yaml());
+    let label = format!("model under {}'s profile", dialect.name);
+    match diff::render(&label, &expected, target.name(), &actual) {
+        Some(d) => Verdict::Fail(format!(
+            "{target} disagrees with the model under the profile ({profile}); the snapshot is not compared\n{d}"
+        )),
+        None if model.snapshot.is_some() => Verdict::Ok,
+        None => Verdict::New,
+    }
 }
 
 /// A target's run of one scenario.
@@ -254,9 +301,10 @@ pub async fn run_logged(
     let run = match entered {
         Ok(()) => {
             let s = &scenario.scenario;
-            let mut engine = SqlEngine::new(dialect, s.schema, &mut conn);
+            let engine = SqlEngine::new(dialect, s.schema, &mut conn);
+            let mut engine = Resolved::new(engine, dialect.profile.time_resolution);
             let outcome = driver::run_with(s, &mut engine, None, checkpoints).await;
-            log.extend(engine.into_log());
+            log.extend(engine.into_inner().into_log());
             outcome
         }
         Err(e) => Err(e),

@@ -8,6 +8,7 @@ use crate::dialect::Dialect;
 use crate::dialect::contract::{self, Column, NAMESPACE_MARKER, Shape};
 use crate::dialect::text::{self, Prepared};
 use crate::engine::{Call, Candidate, Engine, EngineError, EngineErrorKind, JobState, LeaseRow, Phase, Reply, Value};
+use crate::feature::Feature;
 use crate::outcome::{LastError, Status};
 use crate::scenario::Schema;
 use crate::statement_log::{Executed, Returned};
@@ -21,12 +22,14 @@ pub struct SqlEngine<'a> {
     conn: &'a mut Connection,
     phase: Phase,
     log: Vec<Executed>,
+    /// The `now` the dialect's `set_clock` last set, if it has one.
+    clock: Option<Instant>,
 }
 
 impl<'a> SqlEngine<'a> {
     /// An engine running `dialect` on `conn` for tables of `schema`.
     pub fn new(dialect: &'a Dialect, schema: Schema, conn: &'a mut Connection) -> Self {
-        SqlEngine { dialect, schema, conn, phase: Phase::Setup, log: Vec::new() }
+        SqlEngine { dialect, schema, conn, phase: Phase::Setup, log: Vec::new(), clock: None }
     }
 
     /// The statements run so far, in order.
@@ -37,7 +40,14 @@ impl<'a> SqlEngine<'a> {
     async fn run(&mut self, call: &Call) -> Result<(Returned, Reply), EngineError> {
         let (name, params) = bindings(call);
         let spec = contract::spec(name).expect("bindings name contract statements");
-        let statement = self.dialect.statement(name, self.schema);
+        let Some(statement) = self.dialect.find(name, self.schema) else {
+            // A queue without leases has no lease table: nothing to read.
+            if matches!(call, Call::ReadLeases) && !self.dialect.profile.has(Feature::Leases) {
+                return Ok((Returned::Rows(0), Reply::Leases(Vec::new())));
+            }
+            let why = format!("the dialect does not define `{name}`: its profile declares its feature absent");
+            return Err(EngineError { statement: name, kind: EngineErrorKind::Database(why) });
+        };
         let style = self.conn.placeholders();
         match spec.shape {
             Shape::Script => {
@@ -73,7 +83,10 @@ impl<'a> SqlEngine<'a> {
     /// uses in order of first use.
     fn entry(&self, call: &Call, returned: Returned) -> Executed {
         let (name, params) = bindings(call);
-        let statement = self.dialect.statement(name, self.schema);
+        let Some(statement) = self.dialect.find(name, self.schema) else {
+            let origin = "not defined (absent feature)".to_owned();
+            return Executed { phase: self.phase, statement: name.to_owned(), origin, binds: Vec::new(), returned };
+        };
         let mut binds: Vec<(String, Value)> = Vec::new();
         for used in text::parameters(&statement.sql) {
             if !binds.iter().any(|(n, _)| *n == used)
@@ -84,6 +97,36 @@ impl<'a> SqlEngine<'a> {
         }
         let key = statement.name.clone();
         Executed { phase: self.phase, statement: key, origin: statement.origin.clone(), binds, returned }
+    }
+
+    /// Runs the dialect's optional `set_clock` with `now`, unless it already
+    /// set that instant, so that SQL reading the database's own clock reads
+    /// the scenario's (docs/dialect-profile.md).
+    async fn set_clock(&mut self, now: Instant) -> Result<(), EngineError> {
+        let Some(statement) = self.dialect.find("set_clock", self.schema) else { return Ok(()) };
+        if self.clock == Some(now) {
+            return Ok(());
+        }
+        let style = self.conn.placeholders();
+        let mut result = Ok(());
+        for command in text::commands(&statement.sql) {
+            let prepared = text::prepare(&command, style);
+            let values = values_for(&prepared, &[("now", Value::Instant(now))]);
+            result = self.conn.execute(&prepared.sql, &values).await.map(|_| ()).map_err(|e| failed("set_clock", e));
+            if result.is_err() {
+                break;
+            }
+        }
+        let returned = match &result {
+            Ok(()) => Returned::Done,
+            Err(e) => Returned::Failed(e.kind.to_string()),
+        };
+        let (statement, origin) = (statement.name.clone(), statement.origin.clone());
+        let binds = vec![("now".to_owned(), Value::Instant(now))];
+        self.log.push(Executed { phase: self.phase, statement, origin, binds, returned });
+        result?;
+        self.clock = Some(now);
+        Ok(())
     }
 }
 
@@ -114,6 +157,9 @@ fn failed(statement: &'static str, e: BackendError) -> EngineError {
 
 impl Engine for SqlEngine<'_> {
     async fn call(&mut self, call: Call) -> Result<Reply, EngineError> {
+        if let Some(now) = call.now() {
+            self.set_clock(now).await?;
+        }
         match self.run(&call).await {
             Ok((returned, reply)) => {
                 let entry = self.entry(&call, returned);

@@ -6,19 +6,25 @@
 //!
 //! The first differing step is found by reading the state back after setup
 //! and after every step on both stores ([`driver::run_with`]) and comparing
-//! the documents; the trace run is a second run of the scenario in a fresh
+//! the documents (under the dialect's profile: the model at its time
+//! resolution, both sides normalized by its relaxations); the trace run is
+//! a second run of the scenario in a fresh
 //! namespace, so the checked run is never changed by tracing.
 
 use std::fmt::Write as _;
 
 use crate::backend::Server;
 use crate::dialect::Dialect;
+use crate::dialect::profile::Profile;
 use crate::diff;
 use crate::driver::{self, Checkpoints};
 use crate::engine::Phase;
 use crate::model::Model;
+use crate::relax;
+use crate::resolution::Resolved;
 use crate::runner::run_logged;
 use crate::scenario::LoadedScenario;
+use crate::snapshot;
 use crate::statement_log::Executed;
 
 /// Where two stores' step-by-step states first differ.
@@ -35,10 +41,16 @@ pub enum Parting {
     Never,
 }
 
-/// Compares checkpoint lists (see [`driver::Checkpoints`]): index 0 is after
-/// setup, `i + 1` after step `i`. `target_failed` says the target's run
-/// stopped with an error, so its list may be short.
-pub fn parting(model: &Checkpoints, target: &Checkpoints, target_failed: bool) -> Parting {
+/// Checkpoints (see [`driver::Checkpoints`]) as the documents compared under
+/// `profile`: its relaxations applied, as `run` compares final outcomes.
+pub fn documents(checkpoints: &Checkpoints, profile: &Profile) -> Vec<String> {
+    checkpoints.iter().map(|o| snapshot::normalize(&relax::normalize(o.clone(), profile).to_yaml())).collect()
+}
+
+/// Compares checkpoint documents ([`documents`]): index 0 is after setup,
+/// `i + 1` after step `i`. `target_failed` says the target's run stopped
+/// with an error, so its list may be short.
+pub fn parting(model: &[String], target: &[String], target_failed: bool) -> Parting {
     for (i, m) in model.iter().enumerate() {
         match target.get(i) {
             Some(t) if t == m => continue,
@@ -57,15 +69,16 @@ pub fn parting(model: &Checkpoints, target: &Checkpoints, target_failed: bool) -
 /// difference there. `target` is the target's name, for labels.
 pub async fn trace(server: &Server, dialect: &Dialect, scenario: &LoadedScenario, target: &str) -> String {
     let s = &scenario.scenario;
+    let profile = &dialect.profile;
     let mut model_states = Checkpoints::new();
-    let mut model = Model::new(s.schema);
+    let mut model = Resolved::new(Model::new(s.schema), profile.time_resolution);
     // The model answers every call; an error here would be a bug in it.
     let model_run = driver::run_with(s, &mut model, None, Some(&mut model_states)).await;
     let mut target_states = Checkpoints::new();
     let run = run_logged(server, dialect, scenario, Some(&mut target_states)).await;
-    let failed = run.outcome.is_err();
+    let (model_states, target_states) = (documents(&model_states, profile), documents(&target_states, profile));
     let parting = match model_run {
-        Ok(_) => parting(&model_states, &target_states, failed),
+        Ok(_) => parting(&model_states, &target_states, run.outcome.is_err()),
         Err(_) => Parting::Never,
     };
     render(scenario, target, &run.log, &parting, &model_states, &target_states)
@@ -77,8 +90,8 @@ pub fn render(
     target: &str,
     log: &[Executed],
     parting: &Parting,
-    model: &Checkpoints,
-    states: &Checkpoints,
+    model: &[String],
+    states: &[String],
 ) -> String {
     let last_step = match parting {
         Parting::Setup | Parting::Error(None) => None,
@@ -144,7 +157,7 @@ pub fn render(
 mod tests {
     use super::*;
 
-    fn states(list: &[&str]) -> Checkpoints {
+    fn states(list: &[&str]) -> Vec<String> {
         list.iter().map(|s| (*s).to_owned()).collect()
     }
 

@@ -14,7 +14,8 @@ pub struct CheckArgs {
     inputs: Inputs,
 }
 
-/// Validates every scenario and every dialect; exit 2 if any is invalid.
+/// Validates every scenario and every dialect and prints each dialect's profile;
+/// exit 2 if any is invalid.
 pub fn check(args: CheckArgs) -> ExitCode {
     let scenarios = args.inputs.scenarios(&[], false);
     let names = dialect_names(&args.inputs.source());
@@ -33,5 +34,8 @@ pub fn check(args: CheckArgs) -> ExitCode {
     }
     let count = scenarios.map(|s| s.len()).unwrap_or_default();
     println!("{count} scenarios and {} dialects ({}) are valid", names.len(), names.join(", "));
+    for d in dialects.iter().flatten() {
+        println!("profile of {}: {}", d.name, d.profile);
+    }
     ExitCode::SUCCESS
 }

@@ -10,10 +10,11 @@ use reapcheck::driver::{self, Checkpoints};
 use reapcheck::engine::Phase;
 use reapcheck::model::Model;
 use reapcheck::reach::{self, Reach};
+use reapcheck::resolution::Resolved;
 use reapcheck::runner;
 use reapcheck::scenario::{LoadedScenario, parse_file};
 use reapcheck::target::Target;
-use reapcheck::trace::{Parting, parting};
+use reapcheck::trace::{Parting, documents, parting};
 
 use super::inputs::report;
 use super::{EXIT_FAILED, EXIT_INVALID, Inputs};
@@ -69,8 +70,10 @@ pub fn explain(args: ExplainArgs) -> ExitCode {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime starts");
     let mut notes = Vec::new();
     let mut model_states = Checkpoints::new();
+    let resolution = dialect.as_ref().map(|d| d.profile.time_resolution).unwrap_or_default();
+    let mut model = Resolved::new(Model::new(s.schema), resolution);
     let outcome = runtime
-        .block_on(driver::run_with(s, &mut Model::new(s.schema), Some(&mut notes), Some(&mut model_states)))
+        .block_on(driver::run_with(s, &mut model, Some(&mut notes), Some(&mut model_states)))
         .expect("the model never fails");
     let (Some(target), Some(dialect)) = (target, dialect) else {
         notes.iter().for_each(|line| println!("{line}"));
@@ -90,6 +93,7 @@ pub fn explain(args: ExplainArgs) -> ExitCode {
         let run = runner::run_logged(&server, &dialect, &loaded, Some(&mut states)).await;
         let version = server.version().to_owned();
         server.close().await;
+        let (model_states, states) = (documents(&model_states, &dialect.profile), documents(&states, &dialect.profile));
         let parted = parting(&model_states, &states, run.outcome.is_err());
         interleave(&loaded, target, &notes, &run.log, &parted, &model_states, &states);
         println!("outcome on the model (instants relative to the final clock):");
@@ -153,8 +157,8 @@ fn interleave(
     notes: &[String],
     log: &[reapcheck::statement_log::Executed],
     parted: &Parting,
-    model: &Checkpoints,
-    states: &Checkpoints,
+    model: &[String],
+    states: &[String],
 ) {
     let show = |phase: &dyn Fn(Phase) -> bool, clock| {
         for e in log.iter().filter(|e| phase(e.phase) || (e.failed() && matches!(e.phase, Phase::Teardown))) {
@@ -178,7 +182,7 @@ fn interleave(
     }
 }
 
-fn mark_parting(target: Target, checkpoint: usize, parted: &Parting, model: &Checkpoints, states: &Checkpoints) {
+fn mark_parting(target: Target, checkpoint: usize, parted: &Parting, model: &[String], states: &[String]) {
     let here = match parted {
         Parting::Setup => checkpoint == 0,
         Parting::Step(i) => checkpoint == i + 1,

@@ -45,7 +45,8 @@ pub struct RunArgs {
     #[arg(long)]
     coverage: bool,
     /// Fail when a statement is executed by fewer scenarios than this on a
-    /// target (checked when no filter narrows the corpus).
+    /// target (checked when no filter narrows the corpus; 0 turns the check
+    /// off for a folder that is not the whole corpus).
     #[arg(long, default_value_t = 1, value_name = "N")]
     coverage_min: usize,
     /// Print the SQL trace of every case on a database target (statements,
@@ -210,6 +211,14 @@ async fn run_all(
             }
         };
         let version = server.version().to_owned();
+        if !dialect.profile.declared.is_empty() {
+            println!("profile of {} on {target}: {}", dialect.name, dialect.profile);
+        }
+        if !dialect.profile.is_reference() {
+            println!(
+                "{target} is compared with the model under this profile, not with the snapshots (the reference claim)"
+            );
+        }
         let cases = scenarios.iter().zip(&models).map(|(s, model)| {
             let (server, version) = (&server, &version);
             async move {

@@ -2,6 +2,7 @@
 //! parameters the driver binds to it, and the columns it returns.
 
 use crate::engine::Kind;
+use crate::feature::Feature;
 
 /// What a statement does, and so how its result is read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +49,12 @@ pub struct StatementSpec {
     /// Whether an engine without the feature may leave it blank (comments
     /// only), saying why.
     pub may_be_blank: bool,
+    /// The queue feature it belongs to: a dialect whose profile declares
+    /// the feature absent must not define it (docs/dialect-profile.md).
+    /// `legacy_` texts belong to [`Feature::Legacy`] whatever this says.
+    pub feature: Option<Feature>,
+    /// Whether a dialect may leave it out entirely.
+    pub optional: bool,
     /// What it must do, in one line.
     pub doc: &'static str,
 }
@@ -75,6 +82,8 @@ pub const CONTRACT: &[StatementSpec] = &[
         shape: Shape::Script,
         has_legacy: false,
         may_be_blank: true,
+        feature: None,
+        optional: false,
         doc: "create the scenario's private schema or database `{namespace}` (blank where each run is a new database)",
     },
     StatementSpec {
@@ -83,6 +92,8 @@ pub const CONTRACT: &[StatementSpec] = &[
         shape: Shape::Script,
         has_legacy: false,
         may_be_blank: true,
+        feature: None,
+        optional: false,
         doc: "make `{namespace}` where unqualified table names resolve, on this connection",
     },
     StatementSpec {
@@ -91,6 +102,8 @@ pub const CONTRACT: &[StatementSpec] = &[
         shape: Shape::Script,
         has_legacy: false,
         may_be_blank: true,
+        feature: None,
+        optional: false,
         doc: "drop `{namespace}` and everything in it",
     },
     StatementSpec {
@@ -99,7 +112,19 @@ pub const CONTRACT: &[StatementSpec] = &[
         shape: Shape::Script,
         has_legacy: false,
         may_be_blank: true,
+        feature: None,
+        optional: false,
         doc: "set the session time zone to :zone (an empty text where the engine has none)",
+    },
+    StatementSpec {
+        name: "set_clock",
+        params: &["now"],
+        shape: Shape::Script,
+        has_legacy: false,
+        may_be_blank: false,
+        feature: None,
+        optional: true,
+        doc: "optional: make the database's own clock read :now, run before each operation that binds :now",
     },
     StatementSpec {
         name: "schema",
@@ -107,6 +132,8 @@ pub const CONTRACT: &[StatementSpec] = &[
         shape: Shape::Script,
         has_legacy: true,
         may_be_blank: false,
+        feature: None,
+        optional: false,
         doc: "create jobs and job_leases, instants exact to the microsecond",
     },
     StatementSpec {
@@ -127,6 +154,8 @@ pub const CONTRACT: &[StatementSpec] = &[
         shape: Shape::Update,
         has_legacy: true,
         may_be_blank: false,
+        feature: None,
+        optional: false,
         doc: "insert one job row at setup",
     },
     StatementSpec {
@@ -135,6 +164,8 @@ pub const CONTRACT: &[StatementSpec] = &[
         shape: Shape::Update,
         has_legacy: false,
         may_be_blank: false,
+        feature: Some(Feature::Leases),
+        optional: false,
         doc: "insert one lease row at setup",
     },
     StatementSpec {
@@ -143,6 +174,8 @@ pub const CONTRACT: &[StatementSpec] = &[
         shape: Shape::Update,
         has_legacy: true,
         may_be_blank: false,
+        feature: None,
+        optional: false,
         doc: "pending and run_at <= now: processing, attempts + 1, updated_at, claim_timeout, token; clear heartbeat_at",
     },
     StatementSpec {
@@ -151,6 +184,8 @@ pub const CONTRACT: &[StatementSpec] = &[
         shape: Shape::Update,
         has_legacy: true,
         may_be_blank: false,
+        feature: None,
+        optional: false,
         doc: "heartbeat_at = now (legacy: updated_at) where id, processing and token match",
     },
     StatementSpec {
@@ -159,6 +194,8 @@ pub const CONTRACT: &[StatementSpec] = &[
         shape: Shape::Update,
         has_legacy: false,
         may_be_blank: false,
+        feature: None,
+        optional: false,
         doc: "completed where id, processing and token match",
     },
     StatementSpec {
@@ -167,6 +204,8 @@ pub const CONTRACT: &[StatementSpec] = &[
         shape: Shape::Query(&[col("attempts", Int), col("max_retries", Int)]),
         has_legacy: false,
         may_be_blank: false,
+        feature: Some(Feature::WorkerFail),
+        optional: false,
         doc: "attempts and max_retries of the live attempt",
     },
     StatementSpec {
@@ -175,6 +214,8 @@ pub const CONTRACT: &[StatementSpec] = &[
         shape: Shape::Update,
         has_legacy: false,
         may_be_blank: false,
+        feature: Some(Feature::WorkerFail),
+        optional: false,
         doc: "the worker's failure with retries left: back to pending at run_at",
     },
     StatementSpec {
@@ -183,6 +224,8 @@ pub const CONTRACT: &[StatementSpec] = &[
         shape: Shape::Update,
         has_legacy: false,
         may_be_blank: false,
+        feature: Some(Feature::WorkerFail),
+        optional: false,
         doc: "the worker's failure with no retries left: failed",
     },
     StatementSpec {
@@ -198,6 +241,8 @@ pub const CONTRACT: &[StatementSpec] = &[
         ]),
         has_legacy: true,
         may_be_blank: false,
+        feature: None,
+        optional: false,
         doc: "processing rows with last_seen < now - 30 s in the queues (:queues is comma-separated), by id",
     },
     StatementSpec {
@@ -206,6 +251,8 @@ pub const CONTRACT: &[StatementSpec] = &[
         shape: Shape::Update,
         has_legacy: true,
         may_be_blank: false,
+        feature: None,
+        optional: false,
         doc: "guarded by id, processing, attempts and last_seen < cutoff: back to pending at run_at",
     },
     StatementSpec {
@@ -214,6 +261,8 @@ pub const CONTRACT: &[StatementSpec] = &[
         shape: Shape::Update,
         has_legacy: true,
         may_be_blank: false,
+        feature: None,
+        optional: false,
         doc: "guarded like reap_retry: interrupted",
     },
     StatementSpec {
@@ -222,6 +271,8 @@ pub const CONTRACT: &[StatementSpec] = &[
         shape: Shape::Update,
         has_legacy: true,
         may_be_blank: false,
+        feature: None,
+        optional: false,
         doc: "guarded like reap_retry: failed",
     },
     StatementSpec {
@@ -230,6 +281,8 @@ pub const CONTRACT: &[StatementSpec] = &[
         shape: Shape::Update,
         has_legacy: false,
         may_be_blank: false,
+        feature: Some(Feature::Leases),
+        optional: false,
         doc: "insert the lease unless a row of that name exists",
     },
     StatementSpec {
@@ -238,6 +291,8 @@ pub const CONTRACT: &[StatementSpec] = &[
         shape: Shape::Update,
         has_legacy: false,
         may_be_blank: false,
+        feature: Some(Feature::Leases),
+        optional: false,
         doc: "take the lease over where expires_at < now",
     },
     StatementSpec {
@@ -246,6 +301,8 @@ pub const CONTRACT: &[StatementSpec] = &[
         shape: Shape::Update,
         has_legacy: false,
         may_be_blank: false,
+        feature: Some(Feature::Leases),
+        optional: false,
         doc: "give the claim back: pending, attempts - 1, run_at = now + min(30, max(1, ceil(expires_at - now)))",
     },
     StatementSpec {
@@ -254,6 +311,8 @@ pub const CONTRACT: &[StatementSpec] = &[
         shape: Shape::Update,
         has_legacy: false,
         may_be_blank: false,
+        feature: Some(Feature::Leases),
+        optional: false,
         doc: "extend the lease where the owner is the token",
     },
     StatementSpec {
@@ -262,6 +321,8 @@ pub const CONTRACT: &[StatementSpec] = &[
         shape: Shape::Update,
         has_legacy: false,
         may_be_blank: false,
+        feature: Some(Feature::Leases),
+        optional: false,
         doc: "delete the lease where the owner is the token",
     },
     StatementSpec {
@@ -270,6 +331,8 @@ pub const CONTRACT: &[StatementSpec] = &[
         shape: Shape::Query(JOB_COLUMNS),
         has_legacy: true,
         may_be_blank: false,
+        feature: None,
+        optional: false,
         doc: "every job row by id (legacy: heartbeat_at NULL)",
     },
     StatementSpec {
@@ -278,6 +341,8 @@ pub const CONTRACT: &[StatementSpec] = &[
         shape: Shape::Query(&[col("name", Text), col("owner", Text), col("expires_at", Instant)]),
         has_legacy: false,
         may_be_blank: false,
+        feature: Some(Feature::Leases),
+        optional: false,
         doc: "every lease row by name",
     },
 ];
@@ -287,17 +352,28 @@ pub const CONTRACT: &[StatementSpec] = &[
 /// value from a scenario.
 pub const NAMESPACE_MARKER: &str = "{namespace}";
 
+/// The feature statement `name` belongs to, if any (`legacy_` texts: legacy).
+pub fn feature_of(name: &str) -> Option<Feature> {
+    if name.starts_with("legacy_") { Some(Feature::Legacy) } else { spec(name).and_then(|s| s.feature) }
+}
+
 /// The statement called `name` (a `legacy_` prefix names the same spec).
 pub fn spec(name: &str) -> Option<&'static StatementSpec> {
     let base = name.strip_prefix("legacy_").unwrap_or(name);
     CONTRACT.iter().find(|s| s.name == base && (base == name || s.has_legacy))
 }
 
-/// Every statement name a complete dialect defines.
+/// Every statement name a complete dialect with every feature defines
+/// (optional statements left out).
 pub fn required_names() -> impl Iterator<Item = String> {
-    CONTRACT.iter().flat_map(|s| {
-        let legacy = s.has_legacy.then(|| format!("legacy_{}", s.name));
-        std::iter::once(s.name.to_owned()).chain(legacy)
+    required().map(|(name, _)| name)
+}
+
+/// [`required_names`], each with the feature it belongs to.
+pub fn required() -> impl Iterator<Item = (String, Option<Feature>)> {
+    CONTRACT.iter().filter(|s| !s.optional).flat_map(|s| {
+        let legacy = s.has_legacy.then(|| (format!("legacy_{}", s.name), Some(Feature::Legacy)));
+        std::iter::once((s.name.to_owned(), s.feature)).chain(legacy)
     })
 }
 
@@ -312,6 +388,17 @@ mod tests {
         assert!(spec("claim").is_some());
         assert!(spec("nope").is_none());
         assert_eq!(required_names().filter(|n| n.starts_with("legacy_")).count(), 9);
+    }
+
+    #[test]
+    fn statements_belong_to_their_features_and_set_clock_is_optional() {
+        assert_eq!(feature_of("legacy_claim"), Some(Feature::Legacy));
+        assert_eq!(feature_of("lease_defer"), Some(Feature::Leases));
+        assert_eq!(feature_of("read_leases"), Some(Feature::Leases));
+        assert_eq!(feature_of("fail_final"), Some(Feature::WorkerFail));
+        assert_eq!(feature_of("claim"), None);
+        assert!(spec("set_clock").is_some_and(|s| s.optional));
+        assert!(required_names().all(|n| n != "set_clock"));
     }
 
     #[test]

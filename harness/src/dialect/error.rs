@@ -8,7 +8,9 @@ pub struct DialectError {
     /// The file (or folder) at fault, as shown to the user.
     pub file: String,
     /// The line in it, when known.
-    pub line: Option<usize>,
+    pub line: Option<u32>,
+    /// The column in that line, when known (profile errors).
+    pub column: Option<u32>,
     /// What is wrong.
     #[source]
     pub kind: DialectErrorKind,
@@ -16,9 +18,10 @@ pub struct DialectError {
 
 impl fmt::Display for DialectError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.line {
-            Some(line) => write!(f, "{}:{line}: {}", self.file, self.kind),
-            None => write!(f, "{}: {}", self.file, self.kind),
+        match (self.line, self.column) {
+            (Some(line), Some(column)) => write!(f, "{}:{line}:{column}: {}", self.file, self.kind),
+            (Some(line), None) => write!(f, "{}:{line}: {}", self.file, self.kind),
+            _ => write!(f, "{}: {}", self.file, self.kind),
         }
     }
 }
@@ -69,6 +72,37 @@ pub enum DialectErrorKind {
         /// The parameters bound.
         supplied: String,
     },
+    /// A statement of a feature the dialect's profile declares it lacks.
+    #[error(
+        "statement `{name}` belongs to feature `{feature}`, which {profile} declares absent: \
+         remove the statement or add `{feature}` to `features`"
+    )]
+    AbsentFeatureDefined {
+        /// The statement.
+        name: String,
+        /// Its feature.
+        feature: crate::feature::Feature,
+        /// The profile file, as shown.
+        profile: String,
+    },
+    /// A statement of a feature the dialect has is missing.
+    #[error(
+        "missing statement `{name}` of feature `{feature}`, which {profile}: add `-- name: {name}` \
+         to one of the files ({doc}), or leave `{feature}` out of `features` in dialect.toml"
+    )]
+    MissingOfFeature {
+        /// The statement.
+        name: String,
+        /// Its feature.
+        feature: crate::feature::Feature,
+        /// Where the feature is declared present, in words.
+        profile: String,
+        /// What it must do.
+        doc: &'static str,
+    },
+    /// The profile file is not valid.
+    #[error("{0}")]
+    Profile(String),
     /// A statement that must do something is blank.
     #[error("statement `{0}` is blank: it must hold SQL")]
     Blank(String),

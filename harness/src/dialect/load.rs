@@ -7,6 +7,7 @@ use include_dir::{Dir, include_dir};
 
 use super::contract::{self, Shape};
 use super::error::{DialectError, DialectErrorKind};
+use super::profile::{self, Profile};
 use super::text;
 use crate::scenario::Schema;
 
@@ -33,28 +34,57 @@ pub struct Statement {
     pub sql: String,
 }
 
-/// A dialect whose files hold every statement of the contract.
+/// A dialect whose files hold every statement of the contract for the
+/// features its profile declares.
 #[derive(Clone, Debug)]
 pub struct Dialect {
     /// The folder name: `postgres`, `mysql`, ...
     pub name: String,
+    /// Its `dialect.toml`, or the default (reference) profile.
+    pub profile: Profile,
     statements: BTreeMap<String, Statement>,
 }
 
 impl Dialect {
     /// Loads and checks dialect `name` from `source`; every problem found
-    /// in its files is returned.
+    /// in its files and its profile is returned, each once.
     pub fn load(source: &Source, name: &str) -> Result<Dialect, Vec<DialectError>> {
         let files = read_files(source, name).map_err(|e| vec![e])?;
-        let mut statements: BTreeMap<String, Statement> = BTreeMap::new();
+        let profile_shown = format!("{name}/{}", profile::FILE_NAME);
         let mut errors = Vec::new();
+        let profile = match read_profile(source, name).map_err(|e| vec![e])? {
+            None => None,
+            Some(text) => match Profile::parse(&text) {
+                Ok(p) => Some(p),
+                Err(e) => {
+                    errors.push(DialectError {
+                        file: profile_shown.clone(),
+                        line: u32::try_from(e.line).ok(),
+                        column: u32::try_from(e.column).ok(),
+                        kind: DialectErrorKind::Profile(e.message),
+                    });
+                    None
+                }
+            },
+        };
+        let explicit = profile.is_some();
+        let profile = profile.unwrap_or_default();
+        let mut statements: BTreeMap<String, Statement> = BTreeMap::new();
+        // Names already reported (rejected or duplicated), so that none is
+        // also reported missing.
+        let mut reported: Vec<String> = Vec::new();
         for (file, content) in files {
             let shown = format!("{name}/{file}");
-            let error = |line, kind| DialectError { file: shown.clone(), line, kind };
+            let error = |line: usize, kind| DialectError {
+                file: shown.clone(),
+                line: u32::try_from(line).ok(),
+                column: None,
+                kind,
+            };
             let blocks = match text::named_blocks(&content) {
                 Ok(b) => b,
                 Err((line, message)) => {
-                    errors.push(error(Some(line), DialectErrorKind::Layout(message)));
+                    errors.push(error(line, DialectErrorKind::Layout(message)));
                     continue;
                 }
             };
@@ -62,42 +92,72 @@ impl Dialect {
                 let origin = format!("{shown}:{}", block.line);
                 if let Some(first) = statements.get(&block.name) {
                     let first = first.origin.clone();
-                    errors.push(error(Some(block.line), DialectErrorKind::Duplicate { name: block.name, first }));
+                    errors.push(error(block.line, DialectErrorKind::Duplicate { name: block.name, first }));
                     continue;
                 }
-                match check(&block) {
-                    Ok(()) => {}
-                    Err(kind) => {
-                        errors.push(error(Some(block.line), kind));
-                        continue;
-                    }
+                if let Some(feature) = contract::feature_of(&block.name).filter(|f| !profile.has(*f)) {
+                    let kind = DialectErrorKind::AbsentFeatureDefined {
+                        name: block.name.clone(),
+                        feature,
+                        profile: profile_shown.clone(),
+                    };
+                    errors.push(error(block.line, kind));
+                    reported.push(block.name);
+                    continue;
+                }
+                if let Err(kind) = check(&block) {
+                    errors.push(error(block.line, kind));
+                    reported.push(block.name);
+                    continue;
                 }
                 let sql = block.sql.trim_end().to_owned();
                 statements.insert(block.name.clone(), Statement { name: block.name, origin, sql });
             }
         }
-        for required in contract::required_names() {
-            if !statements.contains_key(&required) {
-                let doc = contract::spec(&required).expect("required names are in the contract").doc;
-                errors.push(DialectError {
-                    file: name.to_owned(),
-                    line: None,
-                    kind: DialectErrorKind::Missing { name: required, doc },
-                });
+        for (required, feature) in contract::required() {
+            if statements.contains_key(&required) || reported.contains(&required) {
+                continue;
             }
+            let doc = contract::spec(&required).map_or("", |s| s.doc);
+            let kind = match feature {
+                Some(f) if !profile.has(f) => continue,
+                Some(feature) => {
+                    let profile = if explicit {
+                        format!("{profile_shown} lists")
+                    } else {
+                        "a dialect without dialect.toml has".to_owned()
+                    };
+                    DialectErrorKind::MissingOfFeature { name: required, feature, profile, doc }
+                }
+                None => DialectErrorKind::Missing { name: required, doc },
+            };
+            errors.push(DialectError { file: name.to_owned(), line: None, column: None, kind });
         }
-        if errors.is_empty() { Ok(Dialect { name: name.to_owned(), statements }) } else { Err(errors) }
+        if errors.is_empty() { Ok(Dialect { name: name.to_owned(), profile, statements }) } else { Err(errors) }
+    }
+
+    /// Whether the dialect defines statement `name` (optional ones, and
+    /// those of features it lacks, may be absent).
+    pub fn has_statement(&self, name: &str) -> bool {
+        self.statements.contains_key(name)
     }
 
     /// The statement `name` as the scenario's schema needs it: its
     /// `legacy_` text on the legacy table, where the contract has one.
+    /// Panics when the dialect lacks it: use [`Dialect::find`] for a
+    /// statement of a feature or an optional one.
     pub fn statement(&self, name: &str, schema: Schema) -> &Statement {
-        let spec = contract::spec(name).expect("the driver only asks for contract statements");
+        self.find(name, schema).expect("every required statement of the contract is loaded")
+    }
+
+    /// [`Dialect::statement`], or `None` when the dialect does not define it.
+    pub fn find(&self, name: &str, schema: Schema) -> Option<&Statement> {
+        let spec = contract::spec(name)?;
         let key = match schema {
             Schema::Legacy if spec.has_legacy => format!("legacy_{name}"),
             _ => name.to_owned(),
         };
-        &self.statements[&key]
+        self.statements.get(&key)
     }
 
     /// Every statement, by name.
@@ -142,6 +202,7 @@ fn read_files(source: &Source, name: &str) -> Result<Vec<(String, String)>, Dial
     let not_found = |known: Vec<String>| DialectError {
         file: name.to_owned(),
         line: None,
+        column: None,
         kind: DialectErrorKind::NotFound { name: name.to_owned(), known: known.join(", ") },
     };
     let mut files = match source {
@@ -163,6 +224,7 @@ fn read_files(source: &Source, name: &str) -> Result<Vec<(String, String)>, Dial
             let read_error = |path: &Path, e: std::io::Error| DialectError {
                 file: path.display().to_string(),
                 line: None,
+                column: None,
                 kind: DialectErrorKind::Read(e.to_string()),
             };
             let mut files = Vec::new();
@@ -178,6 +240,27 @@ fn read_files(source: &Source, name: &str) -> Result<Vec<(String, String)>, Dial
     };
     files.sort();
     Ok(files)
+}
+
+/// The text of dialect `name`'s `dialect.toml`, if it has one.
+fn read_profile(source: &Source, name: &str) -> Result<Option<String>, DialectError> {
+    match source {
+        Source::Embedded => Ok(EMBEDDED
+            .get_file(format!("{name}/{}", profile::FILE_NAME))
+            .map(|f| f.contents_utf8().unwrap_or_default().to_owned())),
+        Source::Folder(root) => {
+            let path = root.join(name).join(profile::FILE_NAME);
+            if !path.is_file() {
+                return Ok(None);
+            }
+            std::fs::read_to_string(&path).map(Some).map_err(|e| DialectError {
+                file: path.display().to_string(),
+                line: None,
+                column: None,
+                kind: DialectErrorKind::Read(e.to_string()),
+            })
+        }
+    }
 }
 
 /// The dialect folders present in `source`, sorted.

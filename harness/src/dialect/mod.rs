@@ -5,7 +5,9 @@
 pub mod contract;
 mod error;
 mod load;
+pub mod profile;
 pub mod text;
 
 pub use error::{DialectError, DialectErrorKind};
 pub use load::{Dialect, Source, Statement, dialect_names};
+pub use profile::Profile;

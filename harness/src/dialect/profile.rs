@@ -1,0 +1,255 @@
+//! A dialect's profile, `dialects/<name>/dialect.toml`: the queue's
+//! deliberate, documented differences from the reference semantics, each
+//! with a reason (docs/dialect-profile.md). Without the file a dialect has
+//! the default profile: the reference semantics exactly.
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::feature::Feature;
+use crate::resolution::Resolution;
+
+/// The name of the profile file inside a dialect folder.
+pub const FILE_NAME: &str = "dialect.toml";
+
+/// Whether a queue clears `claim_token` when a row leaves `processing`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimTokens {
+    /// Cleared on every finished row, as the model does (reference).
+    #[default]
+    Cleared,
+    /// Kept on rows that are not `processing`; compared only on processing
+    /// rows (harmless where every write also checks `status = 'processing'`).
+    Kept,
+}
+
+/// The order a queue fires `on_failure` hooks in across jobs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HookOrder {
+    /// In order of job id, the reaper's scan order (reference).
+    #[default]
+    ById,
+    /// Unspecified (table order): `on_failure` events, and the candidate
+    /// lists of `scan` steps that decide their order, compare as multisets.
+    Unordered,
+}
+
+/// The profile in effect for one dialect.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Profile {
+    /// The queue's clock resolution; instants bound to it are truncated.
+    pub time_resolution: Resolution,
+    /// The features the queue has; scenarios that need another are skipped.
+    pub features: BTreeSet<Feature>,
+    /// Whether finished rows keep their claim token.
+    pub claim_tokens: ClaimTokens,
+    /// The order of hooks across jobs.
+    pub hook_order: HookOrder,
+    /// Each knob the file sets, with its reason, in file order: (knob, value, reason).
+    pub declared: Vec<(&'static str, String, String)>,
+}
+
+impl Default for Profile {
+    fn default() -> Self {
+        Profile {
+            time_resolution: Resolution::default(),
+            features: Feature::ALL.into_iter().collect(),
+            claim_tokens: ClaimTokens::default(),
+            hook_order: HookOrder::default(),
+            declared: Vec::new(),
+        }
+    }
+}
+
+impl Profile {
+    /// True for the reference semantics: outcomes compare with the
+    /// snapshots unchanged.
+    pub fn is_reference(&self) -> bool {
+        self.time_resolution == Resolution::Micro
+            && self.claim_tokens == ClaimTokens::Cleared
+            && self.hook_order == HookOrder::ById
+    }
+
+    /// Whether the queue has `feature`.
+    pub fn has(&self, feature: Feature) -> bool {
+        self.features.contains(&feature)
+    }
+
+    /// Reads a profile from the text of a `dialect.toml`. An unknown key, an
+    /// unknown value or feature, or a knob without a non-blank `reason` is
+    /// an error at its line and column (both from 1).
+    pub fn parse(text: &str) -> Result<Profile, ProfileError> {
+        let file: ProfileFile = toml::from_str(text).map_err(|e| {
+            let (line, column) = e.span().map_or((1, 1), |s| line_column(text, s.start));
+            ProfileError { line, column, message: e.message().trim().to_owned() }
+        })?;
+        let mut profile = Profile::default();
+        let mut declared = Vec::new();
+        let mut note = |knob: &'static str, value: String, reason: &Spanned<String>| {
+            if reason.get_ref().trim().is_empty() {
+                let (line, column) = line_column(text, reason.span().start);
+                return Err(ProfileError {
+                    line,
+                    column,
+                    message: format!("`{knob}` has a blank reason: say why the queue differs"),
+                });
+            }
+            declared.push((knob, value, reason.get_ref().trim().to_owned()));
+            Ok(())
+        };
+        if let Some(k) = file.time_resolution {
+            note("time_resolution", k.value.to_string(), &k.reason)?;
+            profile.time_resolution = k.value;
+        }
+        if let Some(k) = file.features {
+            let names: Vec<&str> = k.value.iter().map(|f| f.as_str()).collect();
+            note("features", format!("[{}]", names.join(", ")), &k.reason)?;
+            profile.features = k.value.into_iter().collect();
+        }
+        if let Some(k) = file.claim_token_on_finished_rows {
+            note("claim_token_on_finished_rows", format!("{:?}", k.value).to_lowercase(), &k.reason)?;
+            profile.claim_tokens = k.value;
+        }
+        if let Some(k) = file.hook_order {
+            let value = match k.value {
+                HookOrder::ById => "by_id",
+                HookOrder::Unordered => "unordered",
+            };
+            note("hook_order", value.to_owned(), &k.reason)?;
+            profile.hook_order = k.value;
+        }
+        profile.declared = declared;
+        Ok(profile)
+    }
+}
+
+/// The profile in words, one knob a line, as `reapcheck check` prints it.
+impl fmt::Display for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.declared.is_empty() {
+            return f.write_str("reference semantics (no dialect.toml)");
+        }
+        for (i, (knob, value, reason)) in self.declared.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{knob} = {value} ({reason})")?;
+        }
+        Ok(())
+    }
+}
+
+/// A `dialect.toml` that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ProfileError {
+    /// Line of the offending text, from 1.
+    pub line: usize,
+    /// Column of the offending text, from 1 (in characters).
+    pub column: usize,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+/// One knob: its value and why the queue needs it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Knob<T> {
+    value: T,
+    reason: Spanned<String>,
+}
+
+/// The file as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileFile {
+    time_resolution: Option<Knob<Resolution>>,
+    features: Option<Knob<Vec<Feature>>>,
+    claim_token_on_finished_rows: Option<Knob<ClaimTokens>>,
+    hook_order: Option<Knob<HookOrder>>,
+}
+
+/// The 1-based line and character column of byte `offset` in `text`.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_knob_is_the_reference() {
+        let p = Profile::parse("").unwrap();
+        assert!(p.is_reference());
+        assert_eq!(p, Profile::default());
+        assert!(Feature::ALL.iter().all(|f| p.has(*f)));
+    }
+
+    #[test]
+    fn every_knob_reads_with_its_reason() {
+        let p = Profile::parse(
+            "time_resolution = { value = \"1s\", reason = \"whole seconds\" }\n\
+             features = { value = [\"legacy\", \"hooks\"], reason = \"old version\" }\n\
+             claim_token_on_finished_rows = { value = \"kept\", reason = \"writes check status\" }\n\
+             [hook_order]\nvalue = \"unordered\"\nreason = \"table order\"\n",
+        )
+        .unwrap();
+        assert_eq!(p.time_resolution, Resolution::Second);
+        assert_eq!(p.features, BTreeSet::from([Feature::Legacy, Feature::Hooks]));
+        assert_eq!((p.claim_tokens, p.hook_order), (ClaimTokens::Kept, HookOrder::Unordered));
+        assert!(!p.is_reference());
+        assert_eq!(
+            p.to_string(),
+            "time_resolution = 1s (whole seconds); features = [legacy, hooks] (old version); \
+             claim_token_on_finished_rows = kept (writes check status); hook_order = unordered (table order)"
+        );
+    }
+
+    fn error(text: &str) -> ProfileError {
+        Profile::parse(text).unwrap_err()
+    }
+
+    #[test]
+    fn an_unknown_key_is_an_error_at_its_place() {
+        let e = error("# a port\ntime_zone = { value = \"1s\", reason = \"x\" }\n");
+        assert_eq!((e.line, e.column), (2, 1), "{e}");
+        assert!(e.message.contains("unknown field `time_zone`"), "{e}");
+        let e = error("time_resolution = { value = \"1s\", reason = \"x\", why = \"y\" }\n");
+        assert_eq!(e.line, 1, "{e}");
+        assert!(e.message.contains("unknown field `why`"), "{e}");
+    }
+
+    #[test]
+    fn an_unknown_feature_or_value_is_an_error_at_its_place() {
+        let e = error("features = { value = [\"leases\", \"cron\"], reason = \"x\" }\n");
+        assert_eq!((e.line, e.column), (1, 33), "{e}");
+        assert!(e.message.contains("unknown variant `cron`"), "{e}");
+        let e = error("\ntime_resolution = { value = \"2s\", reason = \"x\" }\n");
+        assert_eq!((e.line, e.column), (2, 29), "{e}");
+    }
+
+    #[test]
+    fn a_knob_without_a_reason_is_an_error() {
+        let e = error("[time_resolution]\nvalue = \"1s\"\n");
+        assert!(e.message.contains("missing field `reason`"), "{e}");
+        assert_eq!(e.line, 1, "{e}");
+        let e = error("hook_order = { value = \"unordered\", reason = \"  \" }\n");
+        assert_eq!((e.line, e.column), (1, 46), "{e}");
+        assert!(e.message.contains("blank reason"), "{e}");
+    }
+
+    #[test]
+    fn columns_count_characters() {
+        assert_eq!(line_column("é\nab", 4), (2, 2));
+        assert_eq!(line_column("éa", 2), (1, 2));
+    }
+}

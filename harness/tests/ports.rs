@@ -1,0 +1,332 @@
+//! The example ports under `harness/tests/ports/` run through the binary as
+//! a user runs their own copy of the SQL (`--dialects DIR`), and the
+//! profile's bad inputs are refused with their place:
+//!
+//! - `whole-second`: MySQL `DATETIME` without fractions, PostgreSQL
+//!   `timestamptz(0)`, `time_resolution = 1s`; passes the whole corpus.
+//! - `no-leases`: no lease table or statements, `features` without leases;
+//!   every scenario needing leases is skipped with the reason, nothing else.
+//! - `dbclock`: statements read the database's own clock, set by
+//!   `set_clock`; passes the corpus (on MariaDB 10.11 except the two
+//!   scenarios past 2038, whose clock `SET timestamp` cannot reach).
+//!
+//! - `relaxed`: finished rows keep `claim_token`, the scan has no `ORDER BY`
+//!   (hooks in table order); `claim_token_on_finished_rows = kept` and
+//!   `hook_order = unordered`, each needed.
+//!
+//! SQLite always runs; PostgreSQL and MariaDB when `REAPCHECK_POSTGRES_URL`
+//! and `REAPCHECK_MARIADB_URL` are set.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use reapcheck::feature::{self, Feature};
+use reapcheck::runner;
+use reapcheck::scenario::load_dir;
+use reapcheck::target::Target;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().expect("the workspace exists")
+}
+
+fn port(name: &str) -> String {
+    root().join("harness/tests/ports").join(name).display().to_string()
+}
+
+/// The targets to run: sqlite, and each server whose URL is set.
+fn targets() -> Vec<Target> {
+    let mut t = vec![Target::Sqlite];
+    for server in [Target::Postgres, Target::Mariadb] {
+        if std::env::var_os(server.url_variable()).is_some() {
+            t.push(server);
+        }
+    }
+    t
+}
+
+fn db_list(targets: &[Target]) -> String {
+    targets.iter().map(|t| t.name()).collect::<Vec<_>>().join(",")
+}
+
+/// Runs the binary with only the URLs of `targets` set.
+fn reapcheck(args: &[&str], targets: &[Target]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_reapcheck"));
+    cmd.args(args).current_dir(root()).env_remove("REAPCHECK_REQUIRE");
+    for t in Target::ALL {
+        if !targets.contains(&t) {
+            cmd.env_remove(t.url_variable());
+        }
+    }
+    cmd.output().expect("the binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The scenario names whose lines on `target` start with `prefix`.
+fn named(out: &str, prefix: &str, target: Target) -> BTreeSet<String> {
+    out.lines()
+        .filter(|l| l.starts_with(prefix) && l.contains(&format!("  on {} [", target.name())))
+        .filter_map(|l| l[prefix.len()..].trim_start().split("  on ").next().map(str::to_owned))
+        .collect()
+}
+
+fn scenario_count() -> usize {
+    reapcheck::scenario::discover(&root().join("scenarios")).expect("scenarios load").len()
+}
+
+#[test]
+fn the_whole_second_port_passes_the_corpus_at_its_resolution() {
+    let targets = targets();
+    let o = reapcheck(&["run", "--db", &db_list(&targets), "--dialects", &port("whole-second")], &targets);
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{out}{}", text(&o.stderr));
+    let n = scenario_count();
+    let closing = format!("{} passed, 0 failed, 0 skipped", n * (1 + targets.len()));
+    assert_eq!(out.lines().last(), Some(closing.as_str()), "{out}");
+    for t in &targets {
+        assert!(out.contains(&format!("on {t}: time_resolution = 1s (")), "{out}");
+        assert!(out.contains(&format!("{t} is compared with the model under this profile, not with the snapshots")));
+        assert_eq!(named(&out, "ok ", *t).len(), n, "{out}");
+    }
+}
+
+/// Without its profile, the whole-second MySQL port fails the sub-second
+/// scenarios on MariaDB: the knob, not luck, makes it pass.
+#[test]
+fn the_whole_second_port_fails_without_its_profile() {
+    if std::env::var_os(Target::Mariadb.url_variable()).is_none() {
+        eprintln!("skipped: REAPCHECK_MARIADB_URL is not set");
+        return;
+    }
+    let scratch = std::env::temp_dir().join(format!("reapcheck-ports-{}", std::process::id()));
+    let dir = scratch.join("mysql");
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(Path::new(&port("whole-second")).join("mysql")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "sql") {
+            std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    let o = reapcheck(&["run", "--db", "mariadb", "--dialects", &scratch.display().to_string()], &[Target::Mariadb]);
+    let _ = std::fs::remove_dir_all(&scratch);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    let failed = named(&out, "FAIL ", Target::Mariadb);
+    assert!(failed.contains("boundaries/sub-second-heartbeat") && failed.contains("time/sub-second-now"), "{out}");
+}
+
+#[test]
+fn the_no_leases_port_skips_exactly_the_lease_scenarios() {
+    let scenarios = load_dir(&root().join("scenarios"), &[]).expect("scenarios load");
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let needing: BTreeSet<String> = scenarios
+        .iter()
+        .filter(|s| {
+            let model = runtime.block_on(runner::check_model(s));
+            feature::needed(&s.scenario, &model.outcome).contains(&Feature::Leases)
+        })
+        .map(|s| s.name.clone())
+        .collect();
+    assert!(needing.contains("leases/deferral-row") && needing.len() >= 20, "{needing:?}");
+    let targets = targets();
+    let o = reapcheck(&["run", "--db", &db_list(&targets), "--dialects", &port("no-leases")], &targets);
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{out}{}", text(&o.stderr));
+    for t in &targets {
+        assert_eq!(named(&out, "skipped:", *t), needing, "{out}");
+        let ok = named(&out, "ok ", *t);
+        assert_eq!(ok.len() + needing.len(), scenarios.len(), "{out}");
+        let reason = format!(": {} declares no leases (dialect.toml)", t.dialect());
+        let on = format!("  on {} [", t.name());
+        let with_reason = out.lines().filter(|l| l.starts_with("skipped:") && l.contains(&on) && l.ends_with(&reason));
+        assert_eq!(with_reason.count(), needing.len(), "{out}");
+    }
+    let closing = format!(
+        "{} passed, 0 failed, {} skipped",
+        scenarios.len() * (1 + targets.len()) - needing.len() * targets.len(),
+        needing.len() * targets.len()
+    );
+    assert_eq!(out.lines().last(), Some(closing.as_str()), "{out}");
+}
+
+#[test]
+fn the_database_clock_port_passes_the_corpus() {
+    let targets = targets();
+    let o = reapcheck(&["run", "--db", &db_list(&targets), "--dialects", &port("dbclock")], &targets);
+    let out = text(&o.stdout);
+    let n = scenario_count();
+    for t in &targets {
+        let failed = named(&out, "FAIL ", *t);
+        let expected: BTreeSet<String> = if *t == Target::Mariadb {
+            // MariaDB 10.11's clock is 32-bit: SET timestamp refuses 2038-01-19T03:14:08Z
+            // and later, as NOW() itself would then.
+            ["time/across-2038-rollover", "time/after-2038"].map(String::from).into()
+        } else {
+            BTreeSet::new()
+        };
+        assert_eq!(failed, expected, "{out}");
+        assert_eq!(named(&out, "ok ", *t).len(), n - expected.len(), "{out}");
+    }
+    if targets.contains(&Target::Mariadb) {
+        assert!(out.contains("set_clock: the database refused it"), "{out}");
+    } else {
+        assert!(o.status.success(), "{out}{}", text(&o.stderr));
+    }
+}
+
+#[test]
+fn the_relaxed_port_passes_with_its_two_relaxations() {
+    let targets = targets();
+    let o = reapcheck(&["run", "--db", &db_list(&targets), "--dialects", &port("relaxed")], &targets);
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{out}{}", text(&o.stderr));
+    let closing = format!("{} passed, 0 failed, 0 skipped", scenario_count() * (1 + targets.len()));
+    assert_eq!(out.lines().last(), Some(closing.as_str()), "{out}");
+}
+
+/// The relaxed SQLite port under a profile holding only `knob`: the
+/// scenarios it fails.
+fn relaxed_failures_with_only(name: &str, knob: &str) -> BTreeSet<String> {
+    let scratch = std::env::temp_dir().join(format!("reapcheck-ports-{name}-{}", std::process::id()));
+    let dir = scratch.join("sqlite");
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(Path::new(&port("relaxed")).join("sqlite")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "sql") {
+            std::fs::copy(&path, dir.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    std::fs::write(dir.join("dialect.toml"), knob).unwrap();
+    let o = reapcheck(&["run", "--dialects", &scratch.display().to_string()], &[Target::Sqlite]);
+    let _ = std::fs::remove_dir_all(&scratch);
+    named(&text(&o.stdout), "FAIL ", Target::Sqlite)
+}
+
+#[test]
+fn each_relaxation_is_needed_by_the_relaxed_port() {
+    let tokens_only = "claim_token_on_finished_rows = { value = \"kept\", reason = \"x\" }\n";
+    let failed = relaxed_failures_with_only("tokens-only", tokens_only);
+    let order: BTreeSet<String> =
+        ["outcomes/events-in-byte-order-of-id", "outcomes/events-in-id-order"].map(String::from).into();
+    assert_eq!(failed, order, "the hooks fire in table order");
+    let order_only = "hook_order = { value = \"unordered\", reason = \"x\" }\n";
+    let failed = relaxed_failures_with_only("order-only", order_only);
+    assert!(failed.contains("fencing/stale-complete-after-reclaim"), "{failed:?}");
+    assert!(failed.contains("outcomes/retries-exhausted"), "{failed:?}");
+}
+
+/// A copy of the SQLite dialect in a scratch folder, with `edit` applied to
+/// each file's text and `profile` as its dialect.toml.
+fn sqlite_copy(name: &str, profile: Option<&str>, edit: impl Fn(&str, String) -> String) -> PathBuf {
+    let scratch = std::env::temp_dir().join(format!("reapcheck-ports-{name}-{}", std::process::id()));
+    let dir = scratch.join("sqlite");
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(root().join("dialects/sqlite")).unwrap() {
+        let path = entry.unwrap().path();
+        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        let edited = edit(&file, std::fs::read_to_string(&path).unwrap());
+        std::fs::write(dir.join(&file), edited).unwrap();
+    }
+    if let Some(p) = profile {
+        std::fs::write(dir.join("dialect.toml"), p).unwrap();
+    }
+    scratch
+}
+
+/// `text` without the statements that belong to `feature`.
+fn without_feature(text: &str, feature: Feature) -> String {
+    let mut keep = true;
+    let mut out = String::new();
+    for line in text.lines() {
+        if let Some(name) = line.strip_prefix("-- name:") {
+            keep = reapcheck::dialect::contract::feature_of(name.trim()) != Some(feature);
+        }
+        if keep {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Every other feature, declared absent in a SQLite copy without its
+/// statements, skips exactly the scenarios that need it, with the reason.
+#[test]
+fn each_absent_feature_skips_exactly_the_scenarios_that_need_it() {
+    let scenarios = load_dir(&root().join("scenarios"), &[]).expect("scenarios load");
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let needs: Vec<BTreeSet<Feature>> = scenarios
+        .iter()
+        .map(|s| feature::needed(&s.scenario, &runtime.block_on(runner::check_model(s)).outcome))
+        .collect();
+    for absent in [Feature::Legacy, Feature::WorkerFail, Feature::Hooks] {
+        let present: Vec<String> = Feature::ALL.iter().filter(|f| **f != absent).map(|f| format!("\"{f}\"")).collect();
+        let profile = format!("features = {{ value = [{}], reason = \"test\" }}\n", present.join(", "));
+        let dir = sqlite_copy(absent.as_str(), Some(&profile), |_, t| without_feature(&t, absent));
+        let o = reapcheck(&["run", "--dialects", &dir.display().to_string()], &[Target::Sqlite]);
+        let _ = std::fs::remove_dir_all(&dir);
+        let out = text(&o.stdout);
+        assert!(o.status.success(), "{absent}: {out}{}", text(&o.stderr));
+        let expected: BTreeSet<String> =
+            scenarios.iter().zip(&needs).filter(|(_, n)| n.contains(&absent)).map(|(s, _)| s.name.clone()).collect();
+        assert!(!expected.is_empty(), "no scenario needs {absent}");
+        assert_eq!(named(&out, "skipped:", Target::Sqlite), expected, "{absent}: {out}");
+        let reason = format!(": sqlite declares no {absent} (dialect.toml)");
+        assert_eq!(out.lines().filter(|l| l.ends_with(&reason)).count(), expected.len(), "{out}");
+    }
+}
+
+fn check_errors(dir: &Path) -> String {
+    let o = reapcheck(&["check", "--dialects", &dir.display().to_string()], &[]);
+    let _ = std::fs::remove_dir_all(dir);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stdout));
+    text(&o.stderr)
+}
+
+#[test]
+fn a_bad_profile_is_refused_at_file_line_and_column() {
+    let dir = sqlite_copy("bad-key", Some("# port\n[time_resolution]\nvalue = \"1s\"\nwhy = \"x\"\n"), |_, t| t);
+    let err = check_errors(&dir);
+    assert!(err.contains("error: sqlite/dialect.toml:4:1: unknown field `why`"), "{err}");
+    let dir = sqlite_copy("bad-feature", Some("features = { value = [\"cron\"], reason = \"x\" }\n"), |_, t| t);
+    let err = check_errors(&dir);
+    assert!(err.contains("error: sqlite/dialect.toml:1:23: unknown variant `cron`"), "{err}");
+    let dir = sqlite_copy("no-reason", Some("hook_order = { value = \"unordered\" }\n"), |_, t| t);
+    let err = check_errors(&dir);
+    assert!(err.contains("error: sqlite/dialect.toml:1:") && err.contains("missing field `reason`"), "{err}");
+}
+
+#[test]
+fn a_feature_declared_absent_but_defined_or_present_but_missing_names_both() {
+    let without_leases = "features = { value = [\"legacy\", \"worker_fail\", \"hooks\"], reason = \"old\" }\n";
+    let dir = sqlite_copy("absent-defined", Some(without_leases), |_, t| t);
+    let err = check_errors(&dir);
+    assert!(
+        err.contains("sqlite/leases.sql:")
+            && err.contains(
+                "statement `lease_acquire` belongs to feature `leases`, which sqlite/dialect.toml declares absent"
+            ),
+        "{err}"
+    );
+    let dir = sqlite_copy("present-missing", None, |file, t| if file == "leases.sql" { String::new() } else { t });
+    let err = check_errors(&dir);
+    assert!(err.contains("missing statement `lease_defer` of feature `leases`"), "{err}");
+}
+
+#[test]
+fn a_statement_the_lint_rejects_is_reported_once() {
+    let dir = sqlite_copy("rejected-once", None, |file, t| {
+        if file == "worker.sql" {
+            t.replace("WHERE id = :id AND status = 'processing'", "WHERE id = :job AND status = 'processing'")
+        } else {
+            t
+        }
+    });
+    let err = check_errors(&dir);
+    assert!(err.contains("statement `heartbeat` uses `:job`"), "{err}");
+    assert!(!err.contains("missing statement `heartbeat`"), "{err}");
+}

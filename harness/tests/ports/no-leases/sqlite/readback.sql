@@ -1,0 +1,12 @@
+-- Port: an older queue version without exclusive jobs (no job_leases table).
+-- SQLite: the state a scenario left, read back for its outcome.
+
+-- name: read_jobs
+SELECT id, status, attempts, claim_token, heartbeat_at, run_at, updated_at,
+       failed_at, completed_at, last_error
+  FROM jobs ORDER BY id
+
+-- name: legacy_read_jobs
+SELECT id, status, attempts, claim_token, NULL AS heartbeat_at, run_at, updated_at,
+       failed_at, completed_at, last_error
+  FROM jobs ORDER BY id

@@ -1,0 +1,60 @@
+-- Port: an older queue version without exclusive jobs (no job_leases table).
+-- SQLite: the tables, and the per-session settings SQLite does not have.
+--
+-- Instants are INTEGER microseconds since the Unix epoch, UTC. Integers
+-- compare exactly and numerically, so no instant can be off by rounding or
+-- sorted as text ('2026-01-15 12:00:00.5' < '2026-01-15 12:00:00Z' as text).
+-- The tables are STRICT: a text value bound to an instant column is an
+-- error, not a row that sorts after every integer (SQLite orders INTEGER
+-- before TEXT, so COALESCE(heartbeat_at, updated_at) mixing the two would
+-- silently compare wrong).
+
+-- name: create_namespace
+-- Nothing: every scenario runs in a new in-memory database of its own.
+
+-- name: enter_namespace
+-- Nothing: the connection is the scenario's own database.
+
+-- name: drop_namespace
+-- Nothing: the in-memory database goes with its connection.
+
+-- name: set_time_zone
+-- Nothing: SQLite has no session time zone; instants are UTC integers.
+
+-- name: schema
+CREATE TABLE jobs (
+    id            TEXT PRIMARY KEY,
+    class         TEXT NOT NULL,
+    queue         TEXT NOT NULL DEFAULT 'default',
+    status        TEXT NOT NULL,
+    attempts      INTEGER NOT NULL DEFAULT 0,
+    max_retries   INTEGER NOT NULL DEFAULT 3,
+    claim_timeout INTEGER,
+    claim_token   TEXT,
+    heartbeat_at  INTEGER,
+    run_at        INTEGER NOT NULL,
+    updated_at    INTEGER NOT NULL,
+    failed_at     INTEGER,
+    completed_at  INTEGER,
+    last_error    TEXT
+) STRICT;
+CREATE INDEX jobs_reap ON jobs (status, queue);
+
+-- name: legacy_schema
+-- The table of a database that refused `ALTER TABLE jobs ADD heartbeat_at`.
+CREATE TABLE jobs (
+    id            TEXT PRIMARY KEY,
+    class         TEXT NOT NULL,
+    queue         TEXT NOT NULL DEFAULT 'default',
+    status        TEXT NOT NULL,
+    attempts      INTEGER NOT NULL DEFAULT 0,
+    max_retries   INTEGER NOT NULL DEFAULT 3,
+    claim_timeout INTEGER,
+    claim_token   TEXT,
+    run_at        INTEGER NOT NULL,
+    updated_at    INTEGER NOT NULL,
+    failed_at     INTEGER,
+    completed_at  INTEGER,
+    last_error    TEXT
+) STRICT;
+CREATE INDEX jobs_reap ON jobs (status, queue);

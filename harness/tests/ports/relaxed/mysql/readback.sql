@@ -1,0 +1,18 @@
+-- Port: a queue that leaves claim_token on finished rows and scans (so fires
+-- hooks) in table order.
+-- MySQL and MariaDB: the state a scenario left, read back for its outcome.
+-- ORDER BY on VARBINARY is byte order, the order of Rust's BTreeMap.
+
+-- name: read_jobs
+SELECT id, status, attempts, claim_token, heartbeat_at, run_at, updated_at,
+       failed_at, completed_at, last_error
+  FROM jobs ORDER BY id
+
+-- name: legacy_read_jobs
+-- A typed NULL, so both servers describe the column as a DATETIME.
+SELECT id, status, attempts, claim_token, CAST(NULL AS DATETIME(6)) AS heartbeat_at,
+       run_at, updated_at, failed_at, completed_at, last_error
+  FROM jobs ORDER BY id
+
+-- name: read_leases
+SELECT name, owner, expires_at FROM job_leases ORDER BY name

@@ -1,0 +1,20 @@
+-- Port: a queue that leaves claim_token on finished rows and scans (so fires
+-- hooks) in table order.
+-- PostgreSQL: the state a scenario left, read back for its outcome. Rows
+-- come in byte order of their key (the "C" collation), as the model's
+-- BTreeMap orders them; instants come back in the binary protocol, as UTC
+-- microseconds, whatever the session TimeZone.
+
+-- name: read_jobs
+SELECT id, status, attempts, claim_token, heartbeat_at, run_at, updated_at,
+       failed_at, completed_at, last_error
+  FROM jobs ORDER BY id COLLATE "C"
+
+-- name: legacy_read_jobs
+-- A typed NULL: a bare NULL column would be `text` and not decode as an instant.
+SELECT id, status, attempts, claim_token, CAST(NULL AS timestamptz) AS heartbeat_at, run_at,
+       updated_at, failed_at, completed_at, last_error
+  FROM jobs ORDER BY id COLLATE "C"
+
+-- name: read_leases
+SELECT name, owner, expires_at FROM job_leases ORDER BY name COLLATE "C"
