@@ -255,8 +255,7 @@ mod tests {
         assert!(found[1].ends_with("invalid count 10001: a job entry stands for 1 to 10000 rows"), "{found:?}");
         assert!(found[2].ends_with("duplicate job id `t-07`: give each job its own id"), "{found:?}");
         assert_eq!(
-            found[3],
-            "10:12: unknown job `t-13`: the jobs are `t-01` to `t-12`, `t-07`",
+            found[3], "10:12: unknown job `t-13`: the jobs are `t-01` to `t-12`, `t-07`",
             "a counted entry is named by its first and last id"
         );
         assert!(found[4].starts_with("11:12: unknown job `t-7`"), "{found:?}");
