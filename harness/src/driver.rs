@@ -108,7 +108,7 @@ impl<'a, E: Engine> Driver<'a, E> {
     }
 
     fn job(&self, id: &str) -> &'a Job {
-        self.scenario.jobs.iter().find(|j| j.id.as_str() == id).expect("validated: steps name declared jobs")
+        self.scenario.jobs.iter().find(|j| j.has_row(id)).expect("validated: steps name declared jobs")
     }
 
     fn class(&self, name: &str) -> AppClass {
@@ -132,20 +132,21 @@ impl<'a, E: Engine> Driver<'a, E> {
         }
         self.call(Call::CreateSchema).await?;
         let now = self.now;
-        for job in &self.scenario.jobs {
+        // An entry with `count` stands for several rows, each inserted alone.
+        for (job, id) in self.scenario.jobs.iter().flat_map(|j| j.ids().into_iter().map(move |id| (j, id))) {
             let declared = &self.scenario.classes[job.class.as_str()];
             let processing = job.status == crate::outcome::Status::Processing;
             let claim_timeout = match job.claim_timeout {
                 Some(explicit) => explicit,
                 None => processing.then_some(declared.timeout),
             };
-            let token = processing.then(|| format!("{}/1", job.id.as_str()));
+            let token = processing.then(|| format!("{id}/1"));
             if let Some(t) = &token {
-                self.latest.insert(job.id.to_string(), t.clone());
-                self.claims.insert(job.id.to_string(), 1);
+                self.latest.insert(id.clone(), t.clone());
+                self.claims.insert(id.clone(), 1);
             }
             let row = JobRow {
-                id: job.id.to_string(),
+                id,
                 class: job.class.to_string(),
                 queue: job.queue.to_string(),
                 status: job.status,

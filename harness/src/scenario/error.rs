@@ -38,6 +38,14 @@ pub enum ScenarioErrorKind {
     /// Two jobs share an id.
     #[error("duplicate job id `{0}`: give each job its own id")]
     DuplicateJob(String),
+    /// A job entry's `count` is 0 or above the maximum.
+    #[error("invalid count {count}: a job entry stands for 1 to {max} rows")]
+    BadCount {
+        /// The count given.
+        count: u64,
+        /// The largest count allowed.
+        max: u64,
+    },
     /// A job names a class the scenario does not declare.
     #[error("unknown class `{class}`: declare it under `classes` (declared: {declared})")]
     UnknownClass {

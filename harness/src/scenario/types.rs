@@ -165,8 +165,12 @@ impl Default for Class {
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Job {
-    /// The job's key.
+    /// The job's key; with `count`, the prefix of its rows' keys.
     pub id: Located<String>,
+    /// How many rows this entry stands for (1 to [`MAX_COUNT`]); unset is
+    /// one row keyed `id`. See [`Job::ids`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<Located<u64>>,
     /// Its class; must be declared under `classes`.
     pub class: Located<String>,
     /// Its queue.
@@ -197,6 +201,44 @@ pub struct Job {
     /// The job's own lease key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency_key: Option<String>,
+}
+
+/// The largest `count` a job entry may have.
+pub const MAX_COUNT: u64 = 10_000;
+
+impl Job {
+    /// The keys of the rows this entry stands for, in byte order.
+    ///
+    /// Without `count`, `id` alone. With `count: n`, `id` followed by each
+    /// number from 1 to n, zero-padded to as many digits as n has (`id:
+    /// live-`, `count: 1000`: `live-0001` to `live-1000`), so that byte
+    /// order, the spec's "order of id", is number order. A count of 0
+    /// gives no row, and one above [`MAX_COUNT`] is cut there (validation
+    /// rejects both).
+    pub fn ids(&self) -> Vec<String> {
+        let Some(n) = self.count.as_deref().copied() else {
+            return vec![self.id.to_string()];
+        };
+        let width = digits(n);
+        (1..=n.min(MAX_COUNT)).map(|i| format!("{}{i:0width$}", self.id.as_str())).collect()
+    }
+
+    /// Whether `key` is the key of one of this entry's rows.
+    pub fn has_row(&self, key: &str) -> bool {
+        let Some(n) = self.count.as_deref().copied() else {
+            return self.id.as_str() == key;
+        };
+        key.strip_prefix(self.id.as_str()).is_some_and(|number| {
+            number.len() == digits(n)
+                && number.bytes().all(|b| b.is_ascii_digit())
+                && number.parse::<u64>().is_ok_and(|i| i >= 1 && i <= n.min(MAX_COUNT))
+        })
+    }
+}
+
+/// The number of decimal digits of `n`.
+fn digits(n: u64) -> usize {
+    n.to_string().len()
 }
 
 fn default_queue() -> Located<String> {
@@ -400,4 +442,50 @@ pub struct ExpectLease {
     /// When it lapses, relative to the final clock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<Duration>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(id: &str, count: Option<u64>) -> Job {
+        Job {
+            id: Located::new(id.to_owned()),
+            count: count.map(Located::new),
+            class: Located::new("C".to_owned()),
+            queue: default_queue(),
+            status: Status::Pending,
+            attempts: 0,
+            max_retries: None,
+            claim_timeout: None,
+            claimed: zero(),
+            heartbeat: None,
+            run_at: zero(),
+            concurrency_key: None,
+        }
+    }
+
+    #[test]
+    fn a_count_expands_to_zero_padded_ids_in_byte_order() {
+        let ids = entry("live-", Some(1000)).ids();
+        assert_eq!(ids.len(), 1000);
+        assert_eq!((ids[0].as_str(), ids[8].as_str(), ids[999].as_str()), ("live-0001", "live-0009", "live-1000"));
+        assert!(ids.windows(2).all(|w| w[0] < w[1]), "ids sort in byte order as in number order");
+        assert_eq!(entry("x", Some(9)).ids().last().map(String::as_str), Some("x9"));
+        assert_eq!(entry("a", None).ids(), vec!["a".to_owned()]);
+        assert!(entry("a", Some(0)).ids().is_empty());
+        assert_eq!(entry("a", Some(MAX_COUNT + 5)).ids().len() as u64, MAX_COUNT);
+    }
+
+    #[test]
+    fn has_row_accepts_exactly_the_expanded_ids() {
+        let live = entry("live-", Some(1000));
+        for yes in ["live-0001", "live-0500", "live-1000"] {
+            assert!(live.has_row(yes), "{yes}");
+        }
+        for no in ["live-", "live-0000", "live-1001", "live-1", "live-00001", "live-+001", "live", "a"] {
+            assert!(!live.has_row(no), "{no}");
+        }
+        assert!(entry("a", None).has_row("a") && !entry("a", None).has_row("a1"));
+    }
 }

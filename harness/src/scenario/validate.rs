@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::error::ScenarioErrorKind;
 use super::located::{Located, Position};
-use super::types::{AttemptRef, Scenario, Schema, Step};
+use super::types::{AttemptRef, MAX_COUNT, Scenario, Schema, Step};
 use crate::target::Target;
 
 /// A problem and where it is.
@@ -34,8 +34,16 @@ fn check_jobs(scenario: &Scenario, problems: &mut Vec<Problem>) -> Labels {
     let declared = join(scenario.classes.keys());
     let mut labels = Labels::new();
     for job in &scenario.jobs {
-        if labels.insert(job.id.to_string(), BTreeSet::new()).is_some() {
-            problems.push((job.id.position(), ScenarioErrorKind::DuplicateJob(job.id.to_string())));
+        if let Some(count) = &job.count
+            && !(1..=MAX_COUNT).contains(count.value())
+        {
+            problems.push((count.position(), ScenarioErrorKind::BadCount { count: *count.value(), max: MAX_COUNT }));
+        }
+        let valid_count = job.count.as_ref().is_none_or(|c| (1..=MAX_COUNT).contains(c.value()));
+        for id in job.ids().into_iter().filter(|_| valid_count) {
+            if labels.insert(id.clone(), BTreeSet::new()).is_some() {
+                problems.push((job.id.position(), ScenarioErrorKind::DuplicateJob(id)));
+            }
         }
         if !scenario.classes.contains_key(job.class.as_str()) {
             problems.push((
@@ -66,7 +74,7 @@ fn check_queues(queues: &Option<Vec<Located<String>>>, at: Option<Position>, pro
 }
 
 fn check_steps(scenario: &Scenario, labels: &Labels, problems: &mut Vec<Problem>) {
-    let known = join(labels.keys());
+    let known = known_jobs(scenario);
     let unknown_job = |job: &Located<String>| {
         (job.position(), ScenarioErrorKind::UnknownJob { job: job.to_string(), known: known.clone() })
     };
@@ -129,7 +137,7 @@ fn check_expect(scenario: &Scenario, labels: &Labels, problems: &mut Vec<Problem
         if !labels.contains_key(job.as_str()) {
             problems.push((
                 job.position(),
-                ScenarioErrorKind::UnknownJob { job: job.to_string(), known: join(labels.keys()) },
+                ScenarioErrorKind::UnknownJob { job: job.to_string(), known: known_jobs(scenario) },
             ));
         }
     }
@@ -161,6 +169,24 @@ fn is_time_zone(zone: &str) -> bool {
         && zone.bytes().all(|c| c.is_ascii_alphanumeric() || b"/_+-".contains(&c))
         && zone.as_bytes()[0].is_ascii_alphabetic();
     offset || name
+}
+
+/// The job ids, for a message: a counted entry as its first and last id
+/// (`live-0001` to `live-1000`), not a thousand names; an invalid count
+/// stands for no row.
+fn known_jobs(scenario: &Scenario) -> String {
+    let mut entries = BTreeSet::new();
+    for job in &scenario.jobs {
+        let ids = match job.count.as_deref() {
+            Some(n) if !(1..=MAX_COUNT).contains(n) => continue,
+            _ => job.ids(),
+        };
+        entries.insert(match (ids.first(), ids.last()) {
+            (Some(first), Some(last)) if ids.len() > 1 => format!("`{first}` to `{last}`"),
+            _ => format!("`{}`", ids.first().map_or("", String::as_str)),
+        });
+    }
+    if entries.is_empty() { "none".to_owned() } else { entries.into_iter().collect::<Vec<_>>().join(", ") }
 }
 
 fn join<I: IntoIterator<Item = S>, S: std::fmt::Display>(items: I) -> String {
@@ -213,6 +239,27 @@ mod tests {
             "{found:?}"
         );
         assert_eq!(found.len(), 6, "{found:?}");
+    }
+
+    #[test]
+    fn counted_entries_are_checked_row_by_row() {
+        let found = problems(
+            "description: x\nclasses: { C: {} }\njobs:\n  - { id: r, count: 0, class: C }\n\
+             \x20 - { id: s, count: 10001, class: C }\n  - { id: t-, count: 12, class: C }\n\
+             \x20 - { id: t-07, class: C }\nsteps:\n  - claim: t-12\n  - claim: t-13\n  - claim: t-7\n\
+             expect:\n  jobs: { t-01: { status: pending }, t-00: { status: pending } }\n",
+        );
+        let positions: Vec<&str> = found.iter().map(|f| f.split(' ').next().unwrap_or_default()).collect();
+        assert_eq!(positions, ["4:21:", "5:21:", "7:11:", "10:12:", "11:12:", "13:38:"], "{found:?}");
+        assert!(found[0].ends_with("invalid count 0: a job entry stands for 1 to 10000 rows"), "{found:?}");
+        assert!(found[1].ends_with("invalid count 10001: a job entry stands for 1 to 10000 rows"), "{found:?}");
+        assert!(found[2].ends_with("duplicate job id `t-07`: give each job its own id"), "{found:?}");
+        assert_eq!(
+            found[3], "10:12: unknown job `t-13`: the jobs are `t-01` to `t-12`, `t-07`",
+            "a counted entry is named by its first and last id"
+        );
+        assert!(found[4].starts_with("11:12: unknown job `t-7`"), "{found:?}");
+        assert!(found[5].starts_with("13:38: unknown job `t-00`"), "{found:?}");
     }
 
     #[test]
