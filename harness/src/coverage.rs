@@ -36,6 +36,9 @@ pub struct Coverage {
     pub dialect: String,
     /// Scenarios whose statements were added.
     pub scenarios: usize,
+    /// Scenarios the target skipped (a feature the dialect's profile
+    /// declares absent): the statements they would run are not judged.
+    pub skipped: usize,
     /// Every statement the dialect defines, by its name in the files.
     pub statements: BTreeMap<String, StatementCount>,
 }
@@ -51,7 +54,7 @@ impl Coverage {
                 (s.name.clone(), StatementCount { counts_rows, ..StatementCount::default() })
             })
             .collect();
-        Coverage { target: target.to_owned(), dialect: dialect.name.clone(), scenarios: 0, statements }
+        Coverage { target: target.to_owned(), dialect: dialect.name.clone(), scenarios: 0, skipped: 0, statements }
     }
 
     /// Adds one scenario's statement log. Read-backs made only for a trace
@@ -77,6 +80,25 @@ impl Coverage {
             count.matched += usize::from(matched.contains(name));
             count.missed += usize::from(missed.contains(name));
         }
+    }
+
+    /// Counts a scenario the target skipped.
+    pub fn add_skipped(&mut self) {
+        self.skipped += 1;
+    }
+
+    /// Why this coverage cannot fail a run, if it cannot: skipped scenarios
+    /// may be the only ones that run a statement, so a shortfall is then
+    /// reported, not judged.
+    pub fn not_judged(&self) -> Option<String> {
+        (self.skipped > 0).then(|| {
+            format!(
+                "{} scenario{} skipped on {} (features its profile declares absent)",
+                self.skipped,
+                if self.skipped == 1 { " was" } else { "s were" },
+                self.target
+            )
+        })
     }
 
     /// One line per statement executed by fewer than `min` scenarios.
@@ -143,6 +165,12 @@ mod tests {
         assert!(!short.iter().any(|s| s.starts_with("`reap_retry`")));
         assert!(c.table().contains("reap_retry"));
         assert!(c.statements["legacy_reap_fail"].counts_rows, "known from the contract, executed or not");
+        assert_eq!(c.not_judged(), None);
+        c.add_skipped();
+        assert_eq!(
+            c.not_judged().as_deref(),
+            Some("1 scenario was skipped on sqlite (features its profile declares absent)")
+        );
         assert!(!c.statements["insert_job"].counts_rows);
     }
 }

@@ -243,7 +243,10 @@ async fn run_all(
             if let Some(t) = traced {
                 print!("{}", indent(&t));
             }
-            coverage.add(&log);
+            match record.verdict {
+                Verdict::Skipped(_) => coverage.add_skipped(),
+                _ => coverage.add(&log),
+            }
             records.push(record);
         }
         drop(results);
@@ -266,6 +269,13 @@ fn check_coverage(args: &RunArgs, coverages: &[Coverage]) -> usize {
             continue;
         }
         let short = c.shortfalls(args.coverage_min);
+        if let Some(why) = c.not_judged() {
+            if !short.is_empty() {
+                println!("coverage on {} not judged: {why}; statements run by too few of the others:", c.target);
+                short.iter().for_each(|line| println!("    {line}"));
+            }
+            continue;
+        }
         if !short.is_empty() {
             short_targets += 1;
             println!("FAIL     coverage on {}", c.target);
