@@ -40,7 +40,7 @@ pub async fn namespace_script(
         "namespaces are generated identifiers"
     );
     let sql = dialect.statement(name, Schema::Standard).sql.replace(NAMESPACE_MARKER, namespace);
-    for command in text::commands(&sql) {
+    for command in text::commands_in(&sql, conn.grammar()) {
         let prepared = text::prepare(&command, conn.placeholders());
         conn.execute(&prepared.sql, &[]).await.map_err(|e| failed(name, e))?;
     }
@@ -59,7 +59,7 @@ impl Engine for SqlEngine<'_> {
         let style = self.conn.placeholders();
         match spec.shape {
             Shape::Script => {
-                for command in text::commands(&statement.sql) {
+                for command in text::commands_in(&statement.sql, self.conn.grammar()) {
                     let prepared = text::prepare(&command, style);
                     let values = values_for(&prepared, &params);
                     self.conn.execute(&prepared.sql, &values).await.map_err(|e| failed(name, e))?;

@@ -11,7 +11,7 @@ mod sqlite;
 pub use error::{BackendError, BackendErrorKind};
 
 use crate::dialect::contract::Column;
-use crate::dialect::text::Placeholders;
+use crate::dialect::text::{Grammar, Placeholders};
 use crate::engine::Value;
 
 /// A connection to one isolated scenario run.
@@ -34,6 +34,17 @@ impl Connection {
             Connection::Postgres(_) => Placeholders::Dollar,
             Connection::MySql(_) => Placeholders::Question,
             Connection::Mssql(_) => Placeholders::AtP,
+        }
+    }
+
+    /// The grammar scripts are split in for this driver (see
+    /// [`crate::dialect::text::commands_in`]).
+    pub fn grammar(&self) -> Grammar {
+        match self {
+            Connection::Sqlite(_) => Grammar::Sqlite,
+            Connection::Postgres(_) => Grammar::Postgres,
+            Connection::MySql(_) => Grammar::MySql,
+            Connection::Mssql(_) => Grammar::MsSql,
         }
     }
 

@@ -5,6 +5,7 @@
 pub mod contract;
 mod error;
 mod load;
+mod split;
 pub mod text;
 
 pub use error::{DialectError, DialectErrorKind};

@@ -2,6 +2,8 @@
 //! statement, and its `:name` parameters, skipping strings, quoted
 //! identifiers, comments and PostgreSQL `::` casts.
 
+pub use super::split::Grammar;
+
 /// A piece of SQL text, as a tokenizer sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Piece<'a> {
@@ -91,21 +93,19 @@ pub fn parameters(sql: &str) -> Vec<String> {
     names
 }
 
-/// The commands of a script, split at top-level `;`, blank ones dropped.
+/// The commands of a script, split at top-level `;`, blank ones dropped,
+/// read with the generic grammar: for checks made before a driver is known.
+/// A driver runs [`commands_in`] its own grammar.
 pub fn commands(sql: &str) -> Vec<String> {
-    let mut out = vec![String::new()];
-    for p in pieces(sql) {
-        match p {
-            Piece::Semicolon => out.push(String::new()),
-            Piece::Code(s) | Piece::Opaque(s) => out.last_mut().expect("never empty").push_str(s),
-            Piece::Param(name) => {
-                let last = out.last_mut().expect("never empty");
-                last.push(':');
-                last.push_str(name);
-            }
-        }
-    }
-    out.into_iter().filter(|c| !is_blank(c)).map(|c| c.trim().to_owned()).collect()
+    commands_in(sql, Grammar::Generic)
+}
+
+/// The commands of a script as `grammar` reads it: split at top-level `;`,
+/// never inside strings, comments, dollar-quoted bodies or the
+/// `BEGIN ... END` body of a trigger, function or procedure (see
+/// [`super::split`]); blank ones dropped.
+pub fn commands_in(sql: &str, grammar: Grammar) -> Vec<String> {
+    super::split::split(sql, grammar)
 }
 
 /// True when `sql` holds nothing but white space and comments.
