@@ -216,11 +216,17 @@ fn bindings(call: &Call) -> (&'static str, Vec<(&'static str, Value)>) {
     }
 }
 
-/// Fails on a NULL in a column the contract declares NOT NULL.
+/// Fails on a NULL in a column the contract declares NOT NULL, or on a row
+/// with fewer columns than it declares. Columns are read by position; a
+/// row's extra columns after the contract's are ignored.
 fn check_nulls(columns: &[Column], rows: &[Vec<Value>]) -> Result<(), String> {
     for row in rows {
-        if row.len() != columns.len() {
-            return Err(format!("a row has {} columns, the contract declares {}", row.len(), columns.len()));
+        if row.len() < columns.len() {
+            return Err(format!(
+                "a row has {} columns, the contract declares {}: return them first, in its order",
+                row.len(),
+                columns.len()
+            ));
         }
         for (c, v) in columns.iter().zip(row) {
             if !c.nullable && matches!(v, Value::Null(_)) {

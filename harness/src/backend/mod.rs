@@ -3,12 +3,15 @@
 //! the SQL means is the dialect's business.
 
 mod error;
+mod instants;
 mod mssql;
 mod mysql;
+mod numeric;
 mod postgres;
 mod sqlite;
 
 pub use error::{BackendError, BackendErrorKind};
+pub use instants::InstantEncoding;
 
 use crate::dialect::contract::Column;
 use crate::dialect::text::{Grammar, Placeholders};
@@ -48,8 +51,33 @@ impl Connection {
         }
     }
 
+    /// How this connection binds and reads instants; [`InstantEncoding::Native`]
+    /// until [`Connection::set_instant_encoding`] says otherwise.
+    pub fn instant_encoding(&self) -> InstantEncoding {
+        match self {
+            Connection::Sqlite(c) => c.instants,
+            Connection::Postgres(c) => c.instants,
+            Connection::MySql(c) => c.instants,
+            Connection::Mssql(c) => c.instants,
+        }
+    }
+
+    /// Binds and reads instants as `encoding` says from now on: what a
+    /// dialect's profile declares (its instants' column type or epoch unit).
+    pub fn set_instant_encoding(&mut self, encoding: InstantEncoding) {
+        match self {
+            Connection::Sqlite(c) => c.instants = encoding,
+            Connection::Postgres(c) => c.instants = encoding,
+            Connection::MySql(c) => c.instants = encoding,
+            Connection::Mssql(c) => c.instants = encoding,
+        }
+    }
+
     /// Runs one command; returns the rows it changed.
     pub async fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, BackendError> {
+        let encoding = self.instant_encoding();
+        let bound: Vec<Value> = params.iter().map(|p| encoding.bind(p)).collect();
+        let params = bound.as_slice();
         match self {
             Connection::Sqlite(c) => c.execute(sql, params).await,
             Connection::Postgres(c) => c.execute(sql, params).await,
@@ -58,19 +86,29 @@ impl Connection {
         }
     }
 
-    /// Runs one query; returns its rows decoded as `columns` declare.
+    /// Runs one query; returns its rows decoded as `columns` declare, read
+    /// by position: a row may have more columns than `columns` (the extras
+    /// are ignored), never fewer.
     pub async fn query(
         &mut self,
         sql: &str,
         params: &[Value],
         columns: &[Column],
     ) -> Result<Vec<Vec<Value>>, BackendError> {
-        match self {
-            Connection::Sqlite(c) => c.query(sql, params, columns).await,
-            Connection::Postgres(c) => c.query(sql, params, columns).await,
-            Connection::MySql(c) => c.query(sql, params, columns).await,
-            Connection::Mssql(c) => c.query(sql, params, columns).await,
-        }
+        let encoding = self.instant_encoding();
+        let bound: Vec<Value> = params.iter().map(|p| encoding.bind(p)).collect();
+        let (params, stored) = (bound.as_slice(), encoding.read_columns(columns));
+        let rows = match self {
+            Connection::Sqlite(c) => c.query(sql, params, &stored).await,
+            Connection::Postgres(c) => c.query(sql, params, &stored).await,
+            Connection::MySql(c) => c.query(sql, params, &stored).await,
+            Connection::Mssql(c) => c.query(sql, params, &stored).await,
+        }?;
+        rows.into_iter()
+            .map(|row| {
+                encoding.read_row(columns, row).map_err(|message| BackendError::new(BackendErrorKind::Decode, message))
+            })
+            .collect()
     }
 
     /// Closes the connection.
