@@ -64,13 +64,20 @@ impl Connection {
 
     /// Binds and reads instants as `encoding` says from now on: what a
     /// dialect's profile declares (its instants' column type or epoch unit).
-    pub fn set_instant_encoding(&mut self, encoding: InstantEncoding) {
+    /// Set it once, right after [`Server::open`]; on PostgreSQL a change
+    /// also drops the connection's prepared statements, which hold the
+    /// parameter types they were prepared with.
+    pub async fn set_instant_encoding(&mut self, encoding: InstantEncoding) -> Result<(), BackendError> {
+        if encoding == self.instant_encoding() {
+            return Ok(());
+        }
         match self {
             Connection::Sqlite(c) => c.instants = encoding,
-            Connection::Postgres(c) => c.instants = encoding,
+            Connection::Postgres(c) => c.set_instant_encoding(encoding).await?,
             Connection::MySql(c) => c.instants = encoding,
             Connection::Mssql(c) => c.instants = encoding,
         }
+        Ok(())
     }
 
     /// Runs one command; returns the rows it changed.

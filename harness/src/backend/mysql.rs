@@ -434,6 +434,39 @@ mod tests {
         }
     }
 
+    fn declared(kinds: &[Kind]) -> Vec<Column> {
+        const NAMES: [&str; 8] = ["c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7"];
+        kinds.iter().zip(NAMES).map(|(kind, name)| Column { name, kind: *kind, nullable: true }).collect()
+    }
+
+    #[cfg_attr(not(live_mariadb), ignore = "REAPCHECK_MARIADB_URL was not set when the tests were built")]
+    #[tokio::test]
+    async fn integers_of_every_width_whole_decimals_and_timestamps_decode() {
+        let Some(url) = live_url() else { return };
+        let mut conn = server(&url).await.open().await.expect("open");
+        // Test probes, like the version probe: the types a port's columns may have.
+        let sql = "SELECT CAST(-1 AS SIGNED), TRUE, CAST(7 AS UNSIGNED), CAST(42 AS DECIMAL(10,0)), \
+                   CAST(3.00 AS DECIMAL(10,2)), TIMESTAMP '2026-03-08 07:00:00.000001', NULL, 'extra'";
+        let kinds = [Kind::Int, Kind::Int, Kind::Int, Kind::Int, Kind::Int, Kind::Instant, Kind::Int];
+        let rows = conn.query(sql, &[], &declared(&kinds)).await.expect("decodes");
+        let t = Instant::parse_rfc3339("2026-03-08T07:00:00.000001Z").expect("an instant");
+        let want = [
+            Value::Int(-1),
+            Value::Int(1),
+            Value::Int(7),
+            Value::Int(42),
+            Value::Int(3),
+            Value::Instant(t),
+            Value::Null(Kind::Int),
+        ];
+        assert_eq!(rows, vec![want.to_vec()]);
+        let e = conn.query("SELECT CAST(4.5 AS DECIMAL(10,1))", &[], &declared(&[Kind::Int])).await.unwrap_err();
+        assert!(e.message.contains("column `c0`") && e.message.contains("not a whole number"), "{e}");
+        let e = conn.query("SELECT 1", &[], &declared(&[Kind::Int, Kind::Int])).await.unwrap_err();
+        assert!(e.message.contains("a row has 1 columns, the contract declares 2"), "{e}");
+        conn.close().await;
+    }
+
     #[cfg_attr(not(live_mariadb), ignore = "REAPCHECK_MARIADB_URL was not set when the tests were built")]
     #[tokio::test]
     async fn set_time_zone_really_sets_the_session_zone() {

@@ -211,6 +211,14 @@ impl PgConn {
         Ok(())
     }
 
+    /// Binds instants as `encoding` says, forgetting the statements
+    /// prepared with the previous encoding's parameter types.
+    pub(super) async fn set_instant_encoding(&mut self, encoding: InstantEncoding) -> Result<(), BackendError> {
+        self.conn.clear_cached_statements().await?;
+        self.instants = encoding;
+        Ok(())
+    }
+
     fn arguments(&self, params: &[Value]) -> Result<PgArguments, BackendError> {
         let naive = self.instants == InstantEncoding::NaiveUtc;
         let mut args = PgArguments::default();
@@ -491,6 +499,58 @@ mod tests {
         assert_eq!(cached, 0, "statements prepared for the last namespace are still cached");
         let Err(e) = read else { panic!("the search_path leaked: {read:?}") };
         assert!(e.to_string().contains("jobs"), "{e}");
+    }
+
+    fn declared(kinds: &[Kind]) -> Vec<Column> {
+        const NAMES: [&str; 9] = ["c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8"];
+        kinds.iter().zip(NAMES).map(|(kind, name)| Column { name, kind: *kind, nullable: true }).collect()
+    }
+
+    #[cfg_attr(not(live_postgres), ignore = "REAPCHECK_POSTGRES_URL was not set when the tests were built")]
+    #[tokio::test]
+    async fn integers_of_every_width_whole_numerics_and_naive_timestamps_decode() {
+        let Some(server) = server().await else { return };
+        let mut conn = server.open().await.expect("a connection opens");
+        // Test probes: the types a port's columns may have, under a zone
+        // that would shift a naive timestamp read through it.
+        let Connection::Postgres(pg) = &mut conn else { unreachable!("a postgres server gives postgres connections") };
+        sqlx::query("SET TimeZone = 'Asia/Kathmandu'").execute(&mut *pg.conn).await.expect("set");
+        let sql = "SELECT CAST(-2 AS int2), CAST(2147483647 AS int4), CAST(-9223372036854775808 AS int8), \
+                   CAST(123456789012 AS numeric(20,0)), CAST(-3.00 AS numeric(10,2)), \
+                   TIMESTAMP '2026-03-08 07:00:00.000001', TIMESTAMPTZ '2026-03-08 07:00:00.000001+00', NULL, 'extra'";
+        let kinds =
+            [Kind::Int, Kind::Int, Kind::Int, Kind::Int, Kind::Int, Kind::Instant, Kind::Instant, Kind::Instant];
+        let rows = conn.query(sql, &[], &declared(&kinds)).await.expect("decodes");
+        let t = at("2026-03-08T07:00:00.000001Z");
+        let ints = [-2, 2_147_483_647, i64::MIN, 123_456_789_012, -3].map(Value::Int);
+        let want: Vec<Value> =
+            ints.into_iter().chain([Value::Instant(t), Value::Instant(t), Value::Null(Kind::Instant)]).collect();
+        assert_eq!(rows, vec![want]);
+        let e = conn.query("SELECT CAST(4.5 AS numeric)", &[], &declared(&[Kind::Int])).await.unwrap_err();
+        assert!(e.message.contains("column `c0` (NUMERIC)") && e.message.contains("fraction"), "{e}");
+        let e = conn.query("SELECT 1", &[], &declared(&[Kind::Int, Kind::Int])).await.unwrap_err();
+        assert!(e.message.contains("a row has 1 columns, the contract declares 2"), "{e}");
+        conn.close().await;
+    }
+
+    #[cfg_attr(not(live_postgres), ignore = "REAPCHECK_POSTGRES_URL was not set when the tests were built")]
+    #[tokio::test]
+    async fn naive_utc_binds_instants_as_timestamp() {
+        let Some(server) = server().await else { return };
+        let mut conn = server.open().await.expect("a connection opens");
+        let Connection::Postgres(pg) = &mut conn else { unreachable!("a postgres server gives postgres connections") };
+        sqlx::query("SET TimeZone = 'America/New_York'").execute(&mut *pg.conn).await.expect("set");
+        let t = Value::Instant(at("2026-03-08T07:00:00Z"));
+        // A test probe: the type the server was told, and the value as text.
+        let probe = "SELECT pg_typeof($1)::text, $1::text";
+        let columns = declared(&[Kind::Text, Kind::Text]);
+        let native = conn.query(probe, std::slice::from_ref(&t), &columns).await.expect("native");
+        conn.set_instant_encoding(InstantEncoding::NaiveUtc).await.expect("set");
+        let naive = conn.query(probe, &[t], &columns).await.expect("naive");
+        let text = |s: &str| Value::Text(s.to_owned());
+        assert_eq!(native, vec![vec![text("timestamp with time zone"), text("2026-03-08 03:00:00-04")]]);
+        assert_eq!(naive, vec![vec![text("timestamp without time zone"), text("2026-03-08 07:00:00")]]);
+        conn.close().await;
     }
 
     /// Instants before 1970, around 2038, at the ends of the year range and

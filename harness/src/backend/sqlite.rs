@@ -129,3 +129,88 @@ fn naive_utc(text: &str) -> Option<Instant> {
         .find_map(|f| NaiveDateTime::parse_from_str(text, f).ok())
         .map(|t| Instant::from_chrono(t.and_utc()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::{Connection, InstantEncoding};
+
+    fn declared(kinds: &[Kind]) -> Vec<Column> {
+        const NAMES: [&str; 4] = ["c0", "c1", "c2", "c3"];
+        kinds.iter().zip(NAMES).map(|(kind, name)| Column { name, kind: *kind, nullable: true }).collect()
+    }
+
+    fn at(text: &str) -> Instant {
+        Instant::parse_rfc3339(text).expect("an instant")
+    }
+
+    /// A connection holding table `t (a)` with `value` bound into it under `encoding`.
+    async fn stored(encoding: InstantEncoding, value: Value) -> Connection {
+        let mut conn = Connection::Sqlite(SqliteConn::open_memory().await.expect("open"));
+        conn.set_instant_encoding(encoding).await.expect("set");
+        // Test probes: a column of no declared type keeps what is bound as is.
+        conn.execute("CREATE TABLE t (a)", &[]).await.expect("created");
+        conn.execute("INSERT INTO t (a) VALUES (?1)", &[value]).await.expect("inserted");
+        conn
+    }
+
+    #[tokio::test]
+    async fn each_encoding_stores_its_form_and_reads_it_back() {
+        let t = at("2026-03-08T07:00:00.123456Z");
+        let cases = [
+            (InstantEncoding::Native, Value::Int(1_772_953_200_123_456), t),
+            (InstantEncoding::EpochMicros, Value::Int(1_772_953_200_123_456), t),
+            (InstantEncoding::EpochMillis, Value::Int(1_772_953_200_123), at("2026-03-08T07:00:00.123Z")),
+            (InstantEncoding::EpochSeconds, Value::Int(1_772_953_200), at("2026-03-08T07:00:00Z")),
+            (InstantEncoding::NaiveUtc, Value::Text("2026-03-08 07:00:00.123456".into()), t),
+        ];
+        for (encoding, raw, back) in cases {
+            let mut conn = stored(encoding, Value::Instant(t)).await;
+            let kind = if matches!(raw, Value::Text(_)) { Kind::Text } else { Kind::Int };
+            let rows = conn.query("SELECT a, a FROM t", &[], &declared(&[Kind::Instant, kind])).await.expect("read");
+            assert_eq!(rows, vec![vec![Value::Instant(back), raw]], "{encoding:?}");
+            conn.close().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn null_instants_stay_null_in_every_encoding() {
+        for encoding in [InstantEncoding::Native, InstantEncoding::NaiveUtc, InstantEncoding::EpochSeconds] {
+            let mut conn = stored(encoding, Value::Null(Kind::Instant)).await;
+            let rows = conn.query("SELECT a FROM t", &[], &declared(&[Kind::Instant])).await.expect("read");
+            assert_eq!(rows, vec![vec![Value::Null(Kind::Instant)]], "{encoding:?}");
+            conn.close().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn text_instants_in_sqlite_forms_decode_as_utc() {
+        let mut conn = stored(InstantEncoding::Native, Value::Text("2026-03-08T07:00:00".into())).await;
+        let rows = conn.query("SELECT a FROM t", &[], &declared(&[Kind::Instant])).await.expect("read");
+        assert_eq!(rows, vec![vec![Value::Instant(at("2026-03-08T07:00:00Z"))]]);
+        conn.close().await;
+    }
+
+    #[tokio::test]
+    async fn extra_columns_are_ignored_and_missing_ones_named() {
+        let mut conn = stored(InstantEncoding::Native, Value::Int(5)).await;
+        let rows = conn.query("SELECT a, 'extra', 3.5 FROM t", &[], &declared(&[Kind::Int])).await.expect("read");
+        assert_eq!(rows, vec![vec![Value::Int(5)]]);
+        let e = conn.query("SELECT a FROM t", &[], &declared(&[Kind::Int, Kind::Text])).await.unwrap_err();
+        assert!(e.message.contains("a row has 1 columns, the contract declares 2"), "{e}");
+        conn.close().await;
+    }
+
+    #[tokio::test]
+    async fn a_value_of_the_wrong_class_names_its_column() {
+        let mut conn = stored(InstantEncoding::Native, Value::Text("soon".into())).await;
+        for (kind, what) in [(Kind::Int, "an integer"), (Kind::Instant, "a UTC date and time (`soon`)")] {
+            let e = conn.query("SELECT a FROM t", &[], &declared(&[kind])).await.unwrap_err();
+            assert_eq!(e.kind, BackendErrorKind::Decode);
+            assert!(e.message.contains(&format!("column `c0` holds TEXT, not {what}")), "{e}");
+        }
+        let e = conn.query("SELECT 1.5", &[], &declared(&[Kind::Int])).await.unwrap_err();
+        assert!(e.message.contains("column `c0` holds REAL, not an integer"), "{e}");
+        conn.close().await;
+    }
+}
