@@ -67,8 +67,8 @@ impl InstantEncoding {
         columns
             .iter()
             .map(|c| match (self.micros_per_unit(), c.kind) {
-                (Some(_), Kind::Instant) => Column { kind: Kind::Int, ..c.clone() },
-                _ => c.clone(),
+                (Some(_), Kind::Instant) => Column { kind: Kind::Int, ..*c },
+                _ => *c,
             })
             .collect()
     }
