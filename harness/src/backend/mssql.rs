@@ -732,6 +732,23 @@ mod tests {
     }
 
     #[test]
+    fn whole_decimals_decode_as_int_and_fractions_name_their_column() {
+        use tiberius::numeric::Numeric;
+        let int = column(Kind::Int);
+        let whole = ColumnData::Numeric(Some(Numeric::new_with_scale(-300, 2)));
+        assert_eq!(decode_cell(&whole, &int).unwrap(), Value::Int(-3));
+        let plain = ColumnData::Numeric(Some(Numeric::new_with_scale(42, 0)));
+        assert_eq!(decode_cell(&plain, &int).unwrap(), Value::Int(42));
+        let fraction = ColumnData::Numeric(Some(Numeric::new_with_scale(45, 1)));
+        let e = decode_cell(&fraction, &int).unwrap_err();
+        assert_eq!(e.kind, BackendErrorKind::Decode);
+        assert!(
+            e.message.contains(&format!("column `{}`", int.name)) && e.message.contains("not a whole number"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn nulls_decode_as_the_declared_kind() {
         assert_eq!(decode_cell(&ColumnData::String(None), &column(Kind::Text)).unwrap(), Value::Null(Kind::Text));
         assert_eq!(decode_cell(&ColumnData::I32(None), &column(Kind::Instant)).unwrap(), Value::Null(Kind::Instant));
