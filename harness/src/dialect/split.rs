@@ -14,6 +14,10 @@
 //! counted, and `END CASE` closes its `CASE`. Commands are slices of the
 //! original text, so `:name` parameters, `{namespace}` markers and `::`
 //! casts reach the driver as written.
+//!
+//! A MySQL client's `DELIMITER //` lines and SQL Server's `GO` are client
+//! commands, not SQL: a port writes its trigger with plain `;` inside and
+//! after it, and leaves them out.
 
 use sqlparser::dialect::{Dialect, GenericDialect, MsSqlDialect, MySqlDialect, PostgreSqlDialect, SQLiteDialect};
 use sqlparser::tokenizer::{Location, Token, TokenWithSpan, Tokenizer};

@@ -120,7 +120,7 @@ pub fn commands(sql: &str) -> Vec<String> {
 /// The commands of a script as `grammar` reads it: split at top-level `;`,
 /// never inside strings, comments, dollar-quoted bodies or the
 /// `BEGIN ... END` body of a trigger, function or procedure (see
-/// [`super::split`]); blank ones dropped.
+/// `dialect/split.rs`); blank ones dropped.
 pub fn commands_in(sql: &str, grammar: Grammar) -> Vec<String> {
     super::split::split(sql, grammar)
 }
