@@ -282,6 +282,11 @@ pub async fn run_logged(
             return LoggedRun { outcome, log, phases: Phases::default() };
         }
     };
+    if let Err(e) = conn.set_instant_encoding(dialect.profile.instants).await {
+        conn.close().await;
+        let outcome = Err(EngineError { statement: "connect", kind: e.into() });
+        return LoggedRun { outcome, log, phases: Phases::default() };
+    }
     let script = async |conn: &mut _, name, phase, log: &mut Vec<Executed>| {
         let result = namespace_script(conn, dialect, name, &namespace).await;
         let returned = match &result {

@@ -51,7 +51,7 @@ impl<'a> SqlEngine<'a> {
         let style = self.conn.placeholders();
         match spec.shape {
             Shape::Script => {
-                for command in text::commands(&statement.sql) {
+                for command in text::commands_in(&statement.sql, self.conn.grammar()) {
                     let prepared = text::prepare(&command, style);
                     let values = values_for(&prepared, &params);
                     self.conn.execute(&prepared.sql, &values).await.map_err(|e| failed(name, e))?;
@@ -109,7 +109,7 @@ impl<'a> SqlEngine<'a> {
         }
         let style = self.conn.placeholders();
         let mut result = Ok(());
-        for command in text::commands(&statement.sql) {
+        for command in text::commands_in(&statement.sql, self.conn.grammar()) {
             let prepared = text::prepare(&command, style);
             let values = values_for(&prepared, &[("now", Value::Instant(now))]);
             result = self.conn.execute(&prepared.sql, &values).await.map(|_| ()).map_err(|e| failed("set_clock", e));
@@ -144,7 +144,7 @@ pub async fn namespace_script(
         "namespaces are generated identifiers"
     );
     let sql = dialect.statement(name, Schema::Standard).sql.replace(NAMESPACE_MARKER, namespace);
-    for command in text::commands(&sql) {
+    for command in text::commands_in(&sql, conn.grammar()) {
         let prepared = text::prepare(&command, conn.placeholders());
         conn.execute(&prepared.sql, &[]).await.map_err(|e| failed(name, e))?;
     }
@@ -309,11 +309,17 @@ fn bindings(call: &Call) -> (&'static str, Vec<(&'static str, Value)>) {
     }
 }
 
-/// Fails on a NULL in a column the contract declares NOT NULL.
+/// Fails on a NULL in a column the contract declares NOT NULL, or on a row
+/// with fewer columns than it declares. Columns are read by position; a
+/// row's extra columns after the contract's are ignored.
 fn check_nulls(columns: &[Column], rows: &[Vec<Value>]) -> Result<(), String> {
     for row in rows {
-        if row.len() != columns.len() {
-            return Err(format!("a row has {} columns, the contract declares {}", row.len(), columns.len()));
+        if row.len() < columns.len() {
+            return Err(format!(
+                "a row has {} columns, the contract declares {}: return them first, in its order",
+                row.len(),
+                columns.len()
+            ));
         }
         for (c, v) in columns.iter().zip(row) {
             if !c.nullable && matches!(v, Value::Null(_)) {

@@ -3,15 +3,18 @@
 //! the SQL means is the dialect's business.
 
 mod error;
+mod instants;
 mod mssql;
 mod mysql;
+mod numeric;
 mod postgres;
 mod sqlite;
 
 pub use error::{BackendError, BackendErrorKind};
+pub use instants::InstantEncoding;
 
 use crate::dialect::contract::Column;
-use crate::dialect::text::Placeholders;
+use crate::dialect::text::{Grammar, Placeholders};
 use crate::engine::Value;
 
 /// A connection to one isolated scenario run.
@@ -37,8 +40,51 @@ impl Connection {
         }
     }
 
+    /// The grammar scripts are split in for this driver (see
+    /// [`crate::dialect::text::commands_in`]).
+    pub fn grammar(&self) -> Grammar {
+        match self {
+            Connection::Sqlite(_) => Grammar::Sqlite,
+            Connection::Postgres(_) => Grammar::Postgres,
+            Connection::MySql(_) => Grammar::MySql,
+            Connection::Mssql(_) => Grammar::MsSql,
+        }
+    }
+
+    /// How this connection binds and reads instants; [`InstantEncoding::Native`]
+    /// until [`Connection::set_instant_encoding`] says otherwise.
+    pub fn instant_encoding(&self) -> InstantEncoding {
+        match self {
+            Connection::Sqlite(c) => c.instants,
+            Connection::Postgres(c) => c.instants,
+            Connection::MySql(c) => c.instants,
+            Connection::Mssql(c) => c.instants,
+        }
+    }
+
+    /// Binds and reads instants as `encoding` says from now on: what a
+    /// dialect's profile declares (its instants' column type or epoch unit).
+    /// Set it once, right after [`Server::open`]; on PostgreSQL a change
+    /// also drops the connection's prepared statements, which hold the
+    /// parameter types they were prepared with.
+    pub async fn set_instant_encoding(&mut self, encoding: InstantEncoding) -> Result<(), BackendError> {
+        if encoding == self.instant_encoding() {
+            return Ok(());
+        }
+        match self {
+            Connection::Sqlite(c) => c.instants = encoding,
+            Connection::Postgres(c) => c.set_instant_encoding(encoding).await?,
+            Connection::MySql(c) => c.instants = encoding,
+            Connection::Mssql(c) => c.instants = encoding,
+        }
+        Ok(())
+    }
+
     /// Runs one command; returns the rows it changed.
     pub async fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, BackendError> {
+        let encoding = self.instant_encoding();
+        let bound: Vec<Value> = params.iter().map(|p| encoding.bind(p)).collect();
+        let params = bound.as_slice();
         match self {
             Connection::Sqlite(c) => c.execute(sql, params).await,
             Connection::Postgres(c) => c.execute(sql, params).await,
@@ -47,19 +93,29 @@ impl Connection {
         }
     }
 
-    /// Runs one query; returns its rows decoded as `columns` declare.
+    /// Runs one query; returns its rows decoded as `columns` declare, read
+    /// by position: a row may have more columns than `columns` (the extras
+    /// are ignored), never fewer.
     pub async fn query(
         &mut self,
         sql: &str,
         params: &[Value],
         columns: &[Column],
     ) -> Result<Vec<Vec<Value>>, BackendError> {
-        match self {
-            Connection::Sqlite(c) => c.query(sql, params, columns).await,
-            Connection::Postgres(c) => c.query(sql, params, columns).await,
-            Connection::MySql(c) => c.query(sql, params, columns).await,
-            Connection::Mssql(c) => c.query(sql, params, columns).await,
-        }
+        let encoding = self.instant_encoding();
+        let bound: Vec<Value> = params.iter().map(|p| encoding.bind(p)).collect();
+        let (params, stored) = (bound.as_slice(), encoding.read_columns(columns));
+        let rows = match self {
+            Connection::Sqlite(c) => c.query(sql, params, &stored).await,
+            Connection::Postgres(c) => c.query(sql, params, &stored).await,
+            Connection::MySql(c) => c.query(sql, params, &stored).await,
+            Connection::Mssql(c) => c.query(sql, params, &stored).await,
+        }?;
+        rows.into_iter()
+            .map(|row| {
+                encoding.read_row(columns, row).map_err(|message| BackendError::new(BackendErrorKind::Decode, message))
+            })
+            .collect()
     }
 
     /// Closes the connection.

@@ -36,6 +36,8 @@ use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 
 use super::error::{BackendError, BackendErrorKind};
+use super::instants::InstantEncoding;
+use super::numeric;
 use crate::dialect::contract::Column;
 use crate::engine::{Kind, Value};
 use crate::time::Instant;
@@ -184,6 +186,8 @@ fn percent_decode(text: &str, what: &str) -> Result<String, BackendError> {
 /// One connection to SQL Server.
 pub struct MssqlConn {
     client: Client<Compat<TcpStream>>,
+    /// How instants are bound; `NaiveUtc` is the same as `Native` here.
+    pub(super) instants: InstantEncoding,
 }
 
 impl MssqlConn {
@@ -201,7 +205,7 @@ impl MssqlConn {
             // Nagle's algorithm hold them back.
             tcp.set_nodelay(true).map_err(|e| BackendError::new(BackendErrorKind::Connection, e.to_string()))?;
             let client = Client::connect(url.config(), tcp.compat_write()).await.map_err(error)?;
-            let mut conn = MssqlConn { client };
+            let mut conn = MssqlConn { client, instants: InstantEncoding::default() };
             conn.batch(SESSION_SETTINGS).await?;
             Ok(conn)
         };
@@ -327,10 +331,15 @@ fn naive_utc(t: Instant) -> Result<NaiveDateTime, BackendError> {
     Ok(naive)
 }
 
-/// A returned row, which must have exactly the declared columns.
+/// A returned row: the declared columns first, in order; extras after them
+/// are ignored.
 fn decode_row(row: &Row, columns: &[Column]) -> Result<Vec<Value>, BackendError> {
-    if row.len() != columns.len() {
-        let message = format!("a row has {} columns, the contract declares {}", row.len(), columns.len());
+    if row.len() < columns.len() {
+        let message = format!(
+            "a row has {} columns, the contract declares {}: return them first, in its order (extras after them are ignored)",
+            row.len(),
+            columns.len()
+        );
         return Err(BackendError::new(BackendErrorKind::Decode, message));
     }
     row.cells().zip(columns).map(|((_, cell), c)| decode_cell(cell, c)).collect()
@@ -348,6 +357,9 @@ fn decode_cell(cell: &ColumnData<'static>, column: &Column) -> Result<Value, Bac
         (Kind::Int, ColumnData::I16(Some(v))) => Ok(Value::Int(i64::from(*v))),
         (Kind::Int, ColumnData::U8(Some(v))) => Ok(Value::Int(i64::from(*v))),
         (Kind::Int, ColumnData::Bit(Some(v))) => Ok(Value::Int(i64::from(*v))),
+        (Kind::Int, ColumnData::Numeric(Some(n))) => numeric::integral_scaled(n.value(), n.scale())
+            .map(Value::Int)
+            .map_err(|why| BackendError::new(BackendErrorKind::Decode, format!("column `{}`: {why}", column.name))),
         (Kind::Instant, ColumnData::DateTime2(Some(_))) => Ok(match NaiveDateTime::from_sql(cell).map_err(error)? {
             Some(naive) => Value::Instant(Instant::from_chrono(naive.and_utc())),
             None => Value::Null(Kind::Instant),
@@ -717,6 +729,23 @@ mod tests {
         assert_eq!(decode_cell(&ColumnData::I16(Some(300)), &int).unwrap(), Value::Int(300));
         assert_eq!(decode_cell(&ColumnData::U8(Some(255)), &int).unwrap(), Value::Int(255));
         assert_eq!(decode_cell(&ColumnData::Bit(Some(true)), &int).unwrap(), Value::Int(1));
+    }
+
+    #[test]
+    fn whole_decimals_decode_as_int_and_fractions_name_their_column() {
+        use tiberius::numeric::Numeric;
+        let int = column(Kind::Int);
+        let whole = ColumnData::Numeric(Some(Numeric::new_with_scale(-300, 2)));
+        assert_eq!(decode_cell(&whole, &int).unwrap(), Value::Int(-3));
+        let plain = ColumnData::Numeric(Some(Numeric::new_with_scale(42, 0)));
+        assert_eq!(decode_cell(&plain, &int).unwrap(), Value::Int(42));
+        let fraction = ColumnData::Numeric(Some(Numeric::new_with_scale(45, 1)));
+        let e = decode_cell(&fraction, &int).unwrap_err();
+        assert_eq!(e.kind, BackendErrorKind::Decode);
+        assert!(
+            e.message.contains(&format!("column `{}`", int.name)) && e.message.contains("not a whole number"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -1,7 +1,11 @@
 //! MySQL and MariaDB through sqlx; the one `mysql` dialect serves both.
 //!
 //! Instants are bound and read as `NaiveDateTime` holding UTC, for the
-//! dialect's `DATETIME(6)` columns, which no session time zone converts.
+//! dialect's `DATETIME(6)` columns, which no session time zone converts; a
+//! `TIMESTAMP` column decodes too (the server shows it in the session's
+//! `time_zone`, UTC unless a scenario sets one). Integers decode from any
+//! integer type, signed or unsigned, `BOOLEAN`/`TINYINT(1)` as 0 or 1, and
+//! from a whole `DECIMAL` (docs/decode-types.md).
 //! Text is bound as a string and read back as bytes checked to be UTF-8: the
 //! dialect keeps keys and tokens in `VARBINARY` (see
 //! `dialects/mysql/schema.sql`), which sqlx will not decode as a `String`.
@@ -21,9 +25,11 @@ use std::time::Duration;
 
 use chrono::NaiveDateTime;
 use sqlx::mysql::{MySqlArguments, MySqlConnectOptions, MySqlRow};
-use sqlx::{Arguments, ConnectOptions, Connection as _, MySqlConnection, Row};
+use sqlx::{Arguments, Column as _, ConnectOptions, Connection as _, MySqlConnection, Row, TypeInfo as _};
 
 use super::error::{BackendError, BackendErrorKind};
+use super::instants::InstantEncoding;
+use super::numeric;
 use crate::dialect::contract::Column;
 use crate::engine::{Kind, Value};
 use crate::time::Instant;
@@ -44,6 +50,8 @@ pub struct MySqlServer {
 pub struct MySqlConn {
     conn: MySqlConnection,
     secret: Secret,
+    /// How instants are bound; `NaiveUtc` is the same as `Native` here.
+    pub(super) instants: InstantEncoding,
 }
 
 /// The URL's password, as written in the URL and percent-decoded (the two
@@ -69,6 +77,11 @@ impl Secret {
     /// `message` with every form of the password replaced by `***`.
     fn scrub(&self, message: &str) -> String {
         self.forms.iter().fold(message.to_owned(), |m, f| m.replace(f.as_str(), "***"))
+    }
+
+    /// A backend error without the password.
+    fn scrub_error(&self, e: BackendError) -> BackendError {
+        BackendError::new(e.kind, self.scrub(&e.message))
     }
 
     /// A sqlx error as a backend error, without the password.
@@ -147,7 +160,7 @@ impl MySqlServer {
             Ok(result) => result.map_err(|e| self.secret.error(e))?,
             Err(_) => return Err(silent(self.timeout)),
         };
-        Ok(MySqlConn { conn, secret: self.secret.clone() })
+        Ok(MySqlConn { conn, secret: self.secret.clone(), instants: InstantEncoding::default() })
     }
 }
 
@@ -187,7 +200,7 @@ impl MySqlConn {
             .fetch_all(&mut self.conn)
             .await
             .map_err(|e| self.secret.error(e))?;
-        rows.iter().map(|r| decode(r, columns).map_err(|e| self.secret.error(e))).collect()
+        rows.iter().map(|r| decode(r, columns).map_err(|e| self.secret.scrub_error(e))).collect()
     }
 
     /// Closes the connection, and with it the session.
@@ -219,20 +232,42 @@ fn utc_datetime(t: Instant) -> NaiveDateTime {
     t.to_chrono().naive_utc()
 }
 
-fn decode(row: &MySqlRow, columns: &[Column]) -> Result<Vec<Value>, sqlx::Error> {
-    columns.iter().enumerate().map(|(i, c)| decode_column(row, i, c.kind)).collect()
+fn decode(row: &MySqlRow, columns: &[Column]) -> Result<Vec<Value>, BackendError> {
+    if row.len() < columns.len() {
+        let message = format!(
+            "a row has {} columns, the contract declares {}: return them first, in its order (extras after them are ignored)",
+            row.len(),
+            columns.len()
+        );
+        return Err(BackendError::new(BackendErrorKind::Decode, message));
+    }
+    columns.iter().enumerate().map(|(i, c)| decode_column(row, i, c)).collect()
 }
 
-fn decode_column(row: &MySqlRow, i: usize, kind: Kind) -> Result<Value, sqlx::Error> {
-    Ok(match kind {
+/// Column `i` as `column` declares, by the type the server reports.
+fn decode_column(row: &MySqlRow, i: usize, column: &Column) -> Result<Value, BackendError> {
+    let server_type = row.columns()[i].type_info().name().to_owned();
+    let wrong = |why: String| {
+        BackendError::new(BackendErrorKind::Decode, format!("column `{}` ({server_type}): {why}", column.name))
+    };
+    let null = Value::Null(column.kind);
+    Ok(match column.kind {
         Kind::Text => match row.try_get::<Option<Vec<u8>>, _>(i)? {
-            None => Value::Null(Kind::Text),
+            None => null,
             Some(bytes) => Value::Text(String::from_utf8(bytes).map_err(|e| column_error(i, e))?),
         },
-        Kind::Int => row.try_get::<Option<i64>, _>(i)?.map_or(Value::Null(Kind::Int), Value::Int),
+        Kind::Int if server_type.ends_with("UNSIGNED") => match row.try_get::<Option<u64>, _>(i)? {
+            None => null,
+            Some(v) => Value::Int(i64::try_from(v).map_err(|_| wrong(format!("{v} does not fit in 64 bits")))?),
+        },
+        Kind::Int if server_type == "DECIMAL" => match row.try_get_unchecked::<Option<String>, _>(i)? {
+            None => null,
+            Some(text) => Value::Int(numeric::integral_decimal_text(&text).map_err(wrong)?),
+        },
+        Kind::Int => row.try_get::<Option<i64>, _>(i)?.map_or(null, Value::Int),
         Kind::Instant => row
             .try_get::<Option<NaiveDateTime>, _>(i)?
-            .map_or(Value::Null(Kind::Instant), |n| Value::Instant(Instant::from_chrono(n.and_utc()))),
+            .map_or(null, |n| Value::Instant(Instant::from_chrono(n.and_utc()))),
     })
 }
 
@@ -397,6 +432,39 @@ mod tests {
             }
             leave(conn, &dialect, &ns).await;
         }
+    }
+
+    fn declared(kinds: &[Kind]) -> Vec<Column> {
+        const NAMES: [&str; 8] = ["c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7"];
+        kinds.iter().zip(NAMES).map(|(kind, name)| Column { name, kind: *kind, nullable: true }).collect()
+    }
+
+    #[cfg_attr(not(live_mariadb), ignore = "REAPCHECK_MARIADB_URL was not set when the tests were built")]
+    #[tokio::test]
+    async fn integers_of_every_width_whole_decimals_and_timestamps_decode() {
+        let Some(url) = live_url() else { return };
+        let mut conn = server(&url).await.open().await.expect("open");
+        // Test probes, like the version probe: the types a port's columns may have.
+        let sql = "SELECT CAST(-1 AS SIGNED), TRUE, CAST(7 AS UNSIGNED), CAST(42 AS DECIMAL(10,0)), \
+                   CAST(3.00 AS DECIMAL(10,2)), TIMESTAMP '2026-03-08 07:00:00.000001', NULL, 'extra'";
+        let kinds = [Kind::Int, Kind::Int, Kind::Int, Kind::Int, Kind::Int, Kind::Instant, Kind::Int];
+        let rows = conn.query(sql, &[], &declared(&kinds)).await.expect("decodes");
+        let t = Instant::parse_rfc3339("2026-03-08T07:00:00.000001Z").expect("an instant");
+        let want = [
+            Value::Int(-1),
+            Value::Int(1),
+            Value::Int(7),
+            Value::Int(42),
+            Value::Int(3),
+            Value::Instant(t),
+            Value::Null(Kind::Int),
+        ];
+        assert_eq!(rows, vec![want.to_vec()]);
+        let e = conn.query("SELECT CAST(4.5 AS DECIMAL(10,1))", &[], &declared(&[Kind::Int])).await.unwrap_err();
+        assert!(e.message.contains("column `c0`") && e.message.contains("not a whole number"), "{e}");
+        let e = conn.query("SELECT 1", &[], &declared(&[Kind::Int, Kind::Int])).await.unwrap_err();
+        assert!(e.message.contains("a row has 1 columns, the contract declares 2"), "{e}");
+        conn.close().await;
     }
 
     #[cfg_attr(not(live_mariadb), ignore = "REAPCHECK_MARIADB_URL was not set when the tests were built")]

@@ -3,9 +3,13 @@
 //! Values are bound with their types (`text`, `int8`, `timestamptz`), NULLs
 //! included, and results come back in the binary protocol: an instant
 //! travels as UTC microseconds both ways, so no session `TimeZone` or
-//! `DateStyle` can change one. Columns are decoded strictly by the kind the
-//! contract declares: an `integer` where a `bigint` is declared is an error,
-//! not a silent widening, so the dialect must say `CAST(... AS bigint)`.
+//! `DateStyle` can change one. Columns are decoded by the kind the contract
+//! declares and the type the server reports (docs/decode-types.md): an
+//! integer of any width (`int2`, `int4`, `int8`) or a whole `numeric`; a
+//! `timestamptz`, or a `timestamp` without zone taken as UTC, as a queue
+//! that binds UTC stores it. Under [`InstantEncoding::NaiveUtc`] instants
+//! are bound as `timestamp`, so a port whose columns are `timestamp` needs
+//! no cast and no session `TimeZone` enters its comparisons.
 //!
 //! One backend serves both products. [`connect`] asks the server what it is
 //! (`SELECT version()`) and refuses a URL that reaches the other product, so
@@ -26,12 +30,14 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, NaiveDateTime, Utc};
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgArguments, PgConnectOptions, PgPool, PgPoolOptions, PgRow};
-use sqlx::{Arguments, ConnectOptions, Connection as _, PgConnection, Postgres, Row};
+use sqlx::{Arguments, Column as _, ConnectOptions, Connection as _, PgConnection, Postgres, Row, TypeInfo as _};
 
 use super::error::{BackendError, BackendErrorKind};
+use super::instants::InstantEncoding;
+use super::numeric;
 use crate::dialect::contract::Column;
 use crate::engine::{Kind, Value};
 use crate::redact;
@@ -74,6 +80,8 @@ pub struct PgServer {
 /// One connection, for one scenario run.
 pub struct PgConn {
     conn: PoolConnection<Postgres>,
+    /// How instants are bound; see [`InstantEncoding`].
+    pub(super) instants: InstantEncoding,
 }
 
 /// Reaches the server at `url` and checks that it is `wanted`.
@@ -175,7 +183,7 @@ impl PgServer {
                 }
                 other => other.into(),
             })?;
-            let mut conn = PgConn { conn };
+            let mut conn = PgConn { conn, instants: InstantEncoding::default() };
             conn.reset().await?;
             Ok(conn)
         };
@@ -203,13 +211,24 @@ impl PgConn {
         Ok(())
     }
 
-    fn arguments(params: &[Value]) -> Result<PgArguments, BackendError> {
+    /// Binds instants as `encoding` says, forgetting the statements
+    /// prepared with the previous encoding's parameter types.
+    pub(super) async fn set_instant_encoding(&mut self, encoding: InstantEncoding) -> Result<(), BackendError> {
+        self.conn.clear_cached_statements().await?;
+        self.instants = encoding;
+        Ok(())
+    }
+
+    fn arguments(&self, params: &[Value]) -> Result<PgArguments, BackendError> {
+        let naive = self.instants == InstantEncoding::NaiveUtc;
         let mut args = PgArguments::default();
         for p in params {
             let added = match p {
                 Value::Text(s) => args.add(s.clone()),
                 Value::Int(i) => args.add(*i),
+                Value::Instant(t) if naive => args.add(t.to_chrono().naive_utc()),
                 Value::Instant(t) => args.add(t.to_chrono()),
+                Value::Null(Kind::Instant) if naive => args.add(None::<NaiveDateTime>),
                 // Typed NULLs: an untyped one would leave the server to guess.
                 Value::Null(Kind::Text) => args.add(None::<String>),
                 Value::Null(Kind::Int) => args.add(None::<i64>),
@@ -222,7 +241,7 @@ impl PgConn {
 
     /// Runs one command; returns the rows it changed.
     pub async fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, BackendError> {
-        let args = Self::arguments(params)?;
+        let args = self.arguments(params)?;
         let done = sqlx::query_with(sqlx::AssertSqlSafe(sql), args).execute(&mut *self.conn).await?;
         Ok(done.rows_affected())
     }
@@ -234,7 +253,7 @@ impl PgConn {
         params: &[Value],
         columns: &[Column],
     ) -> Result<Vec<Vec<Value>>, BackendError> {
-        let args = Self::arguments(params)?;
+        let args = self.arguments(params)?;
         let rows = sqlx::query_with(sqlx::AssertSqlSafe(sql), args).fetch_all(&mut *self.conn).await?;
         rows.iter().map(|r| decode(r, columns)).collect()
     }
@@ -247,22 +266,39 @@ impl PgConn {
 }
 
 fn decode(row: &PgRow, columns: &[Column]) -> Result<Vec<Value>, BackendError> {
-    if row.len() != columns.len() {
-        return Err(BackendError::new(
-            BackendErrorKind::Decode,
-            format!("a row has {} columns, the contract declares {}", row.len(), columns.len()),
-        ));
+    if row.len() < columns.len() {
+        let message = format!(
+            "a row has {} columns, the contract declares {}: return them first, in its order (extras after them are ignored)",
+            row.len(),
+            columns.len()
+        );
+        return Err(BackendError::new(BackendErrorKind::Decode, message));
     }
-    columns.iter().enumerate().map(|(i, c)| decode_column(row, i, c.kind)).collect()
+    columns.iter().enumerate().map(|(i, c)| decode_column(row, i, c)).collect()
 }
 
-fn decode_column(row: &PgRow, i: usize, kind: Kind) -> Result<Value, BackendError> {
-    Ok(match kind {
-        Kind::Text => row.try_get::<Option<String>, _>(i)?.map_or(Value::Null(kind), Value::Text),
-        Kind::Int => row.try_get::<Option<i64>, _>(i)?.map_or(Value::Null(kind), Value::Int),
-        Kind::Instant => row
-            .try_get::<Option<DateTime<Utc>>, _>(i)?
-            .map_or(Value::Null(kind), |t| Value::Instant(Instant::from_chrono(t))),
+/// Column `i` as `column` declares, by the type the server reports.
+fn decode_column(row: &PgRow, i: usize, column: &Column) -> Result<Value, BackendError> {
+    let server_type = row.columns()[i].type_info().name().to_owned();
+    let wrong = |why: String| {
+        BackendError::new(BackendErrorKind::Decode, format!("column `{}` ({server_type}): {why}", column.name))
+    };
+    let null = Value::Null(column.kind);
+    Ok(match (column.kind, server_type.as_str()) {
+        (Kind::Text, _) => row.try_get::<Option<String>, _>(i)?.map_or(null, Value::Text),
+        (Kind::Int, "INT2") => row.try_get::<Option<i16>, _>(i)?.map_or(null, |v| Value::Int(i64::from(v))),
+        (Kind::Int, "INT4") => row.try_get::<Option<i32>, _>(i)?.map_or(null, |v| Value::Int(i64::from(v))),
+        (Kind::Int, "NUMERIC") => match row.try_get_unchecked::<Option<Vec<u8>>, _>(i)? {
+            None => null,
+            Some(bytes) => Value::Int(numeric::integral_pg_numeric(&bytes).map_err(wrong)?),
+        },
+        (Kind::Int, _) => row.try_get::<Option<i64>, _>(i)?.map_or(null, Value::Int),
+        (Kind::Instant, "TIMESTAMP") => row
+            .try_get::<Option<NaiveDateTime>, _>(i)?
+            .map_or(null, |t| Value::Instant(Instant::from_chrono(t.and_utc()))),
+        (Kind::Instant, _) => {
+            row.try_get::<Option<DateTime<Utc>>, _>(i)?.map_or(null, |t| Value::Instant(Instant::from_chrono(t)))
+        }
     })
 }
 
@@ -463,6 +499,58 @@ mod tests {
         assert_eq!(cached, 0, "statements prepared for the last namespace are still cached");
         let Err(e) = read else { panic!("the search_path leaked: {read:?}") };
         assert!(e.to_string().contains("jobs"), "{e}");
+    }
+
+    fn declared(kinds: &[Kind]) -> Vec<Column> {
+        const NAMES: [&str; 9] = ["c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7", "c8"];
+        kinds.iter().zip(NAMES).map(|(kind, name)| Column { name, kind: *kind, nullable: true }).collect()
+    }
+
+    #[cfg_attr(not(live_postgres), ignore = "REAPCHECK_POSTGRES_URL was not set when the tests were built")]
+    #[tokio::test]
+    async fn integers_of_every_width_whole_numerics_and_naive_timestamps_decode() {
+        let Some(server) = server().await else { return };
+        let mut conn = server.open().await.expect("a connection opens");
+        // Test probes: the types a port's columns may have, under a zone
+        // that would shift a naive timestamp read through it.
+        let Connection::Postgres(pg) = &mut conn else { unreachable!("a postgres server gives postgres connections") };
+        sqlx::query("SET TimeZone = 'Asia/Kathmandu'").execute(&mut *pg.conn).await.expect("set");
+        let sql = "SELECT CAST(-2 AS int2), CAST(2147483647 AS int4), CAST(-9223372036854775808 AS int8), \
+                   CAST(123456789012 AS numeric(20,0)), CAST(-3.00 AS numeric(10,2)), \
+                   TIMESTAMP '2026-03-08 07:00:00.000001', TIMESTAMPTZ '2026-03-08 07:00:00.000001+00', NULL, 'extra'";
+        let kinds =
+            [Kind::Int, Kind::Int, Kind::Int, Kind::Int, Kind::Int, Kind::Instant, Kind::Instant, Kind::Instant];
+        let rows = conn.query(sql, &[], &declared(&kinds)).await.expect("decodes");
+        let t = at("2026-03-08T07:00:00.000001Z");
+        let ints = [-2, 2_147_483_647, i64::MIN, 123_456_789_012, -3].map(Value::Int);
+        let want: Vec<Value> =
+            ints.into_iter().chain([Value::Instant(t), Value::Instant(t), Value::Null(Kind::Instant)]).collect();
+        assert_eq!(rows, vec![want]);
+        let e = conn.query("SELECT CAST(4.5 AS numeric)", &[], &declared(&[Kind::Int])).await.unwrap_err();
+        assert!(e.message.contains("column `c0` (NUMERIC)") && e.message.contains("fraction"), "{e}");
+        let e = conn.query("SELECT 1", &[], &declared(&[Kind::Int, Kind::Int])).await.unwrap_err();
+        assert!(e.message.contains("a row has 1 columns, the contract declares 2"), "{e}");
+        conn.close().await;
+    }
+
+    #[cfg_attr(not(live_postgres), ignore = "REAPCHECK_POSTGRES_URL was not set when the tests were built")]
+    #[tokio::test]
+    async fn naive_utc_binds_instants_as_timestamp() {
+        let Some(server) = server().await else { return };
+        let mut conn = server.open().await.expect("a connection opens");
+        let Connection::Postgres(pg) = &mut conn else { unreachable!("a postgres server gives postgres connections") };
+        sqlx::query("SET TimeZone = 'America/New_York'").execute(&mut *pg.conn).await.expect("set");
+        let t = Value::Instant(at("2026-03-08T07:00:00Z"));
+        // A test probe: the type the server was told, and the value as text.
+        let probe = "SELECT pg_typeof($1)::text, $1::text";
+        let columns = declared(&[Kind::Text, Kind::Text]);
+        let native = conn.query(probe, std::slice::from_ref(&t), &columns).await.expect("native");
+        conn.set_instant_encoding(InstantEncoding::NaiveUtc).await.expect("set");
+        let naive = conn.query(probe, &[t], &columns).await.expect("naive");
+        let text = |s: &str| Value::Text(s.to_owned());
+        assert_eq!(native, vec![vec![text("timestamp with time zone"), text("2026-03-08 03:00:00-04")]]);
+        assert_eq!(naive, vec![vec![text("timestamp without time zone"), text("2026-03-08 07:00:00")]]);
+        conn.close().await;
     }
 
     /// Instants before 1970, around 2038, at the ends of the year range and

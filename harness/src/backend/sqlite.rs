@@ -1,10 +1,16 @@
-//! SQLite through sqlx. Instants are bound and read as INTEGER microseconds
-//! since the Unix epoch (see `dialects/sqlite/schema.sql`).
+//! SQLite through sqlx. Instants are bound as INTEGER microseconds since
+//! the Unix epoch (see `dialects/sqlite/schema.sql`), or under
+//! [`InstantEncoding::NaiveUtc`] as text `YYYY-MM-DD HH:MM:SS.ffffff` in
+//! UTC, which orders as it compares. Values are decoded by their storage
+//! class, whatever the column's declared type: an INTEGER instant is
+//! microseconds, a TEXT one a UTC date and time.
 
+use chrono::NaiveDateTime;
 use sqlx::sqlite::{SqliteArguments, SqliteConnectOptions, SqliteRow};
-use sqlx::{Arguments, ConnectOptions, Connection as _, Row, SqliteConnection};
+use sqlx::{Arguments, ConnectOptions, Connection as _, Row, SqliteConnection, TypeInfo as _, ValueRef as _};
 
 use super::error::{BackendError, BackendErrorKind};
+use super::instants::InstantEncoding;
 use crate::dialect::contract::Column;
 use crate::engine::{Kind, Value};
 use crate::time::Instant;
@@ -12,7 +18,13 @@ use crate::time::Instant;
 /// One in-memory SQLite database.
 pub struct SqliteConn {
     conn: SqliteConnection,
+    /// How instants are bound; see [`InstantEncoding`].
+    pub(super) instants: InstantEncoding,
 }
+
+/// The text form of a [`InstantEncoding::NaiveUtc`] instant: SQLite's own
+/// `datetime()` form with six fractional digits.
+const NAIVE_FORMAT: &str = "%Y-%m-%d %H:%M:%S%.6f";
 
 /// The version of the SQLite library linked in.
 pub async fn library_version() -> Result<String, BackendError> {
@@ -27,15 +39,17 @@ impl SqliteConn {
     /// A new, empty in-memory database.
     pub async fn open_memory() -> Result<Self, BackendError> {
         let conn = SqliteConnectOptions::new().in_memory(true).connect().await?;
-        Ok(SqliteConn { conn })
+        Ok(SqliteConn { conn, instants: InstantEncoding::default() })
     }
 
-    fn arguments(params: &[Value]) -> Result<SqliteArguments, BackendError> {
+    fn arguments(&self, params: &[Value]) -> Result<SqliteArguments, BackendError> {
+        let naive = self.instants == InstantEncoding::NaiveUtc;
         let mut args = SqliteArguments::default();
         for p in params {
             let added = match p {
                 Value::Text(s) => args.add(s.clone()),
                 Value::Int(i) => args.add(*i),
+                Value::Instant(t) if naive => args.add(t.to_chrono().naive_utc().format(NAIVE_FORMAT).to_string()),
                 Value::Instant(t) => args.add(t.unix_micros()),
                 Value::Null(Kind::Text) => args.add(None::<String>),
                 Value::Null(Kind::Int | Kind::Instant) => args.add(None::<i64>),
@@ -47,7 +61,7 @@ impl SqliteConn {
 
     /// Runs one command; returns the rows it changed.
     pub async fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, BackendError> {
-        let args = Self::arguments(params)?;
+        let args = self.arguments(params)?;
         let done = sqlx::query_with(sqlx::AssertSqlSafe(sql), args).execute(&mut self.conn).await?;
         Ok(done.rows_affected())
     }
@@ -59,7 +73,7 @@ impl SqliteConn {
         params: &[Value],
         columns: &[Column],
     ) -> Result<Vec<Vec<Value>>, BackendError> {
-        let args = Self::arguments(params)?;
+        let args = self.arguments(params)?;
         let rows = sqlx::query_with(sqlx::AssertSqlSafe(sql), args).fetch_all(&mut self.conn).await?;
         rows.iter().map(|r| decode(r, columns)).collect()
     }
@@ -71,17 +85,132 @@ impl SqliteConn {
 }
 
 fn decode(row: &SqliteRow, columns: &[Column]) -> Result<Vec<Value>, BackendError> {
-    columns
+    if row.len() < columns.len() {
+        let message = format!(
+            "a row has {} columns, the contract declares {}: return them first, in its order (extras after them are ignored)",
+            row.len(),
+            columns.len()
+        );
+        return Err(BackendError::new(BackendErrorKind::Decode, message));
+    }
+    columns.iter().enumerate().map(|(i, c)| decode_column(row, i, c)).collect()
+}
+
+/// Column `i` as `column` declares, by the value's storage class.
+fn decode_column(row: &SqliteRow, i: usize, column: &Column) -> Result<Value, BackendError> {
+    let raw = row.try_get_raw(i)?;
+    if raw.is_null() {
+        return Ok(Value::Null(column.kind));
+    }
+    let class = raw.type_info().name().to_owned();
+    let wrong = |what: &str| {
+        let message = format!("column `{}` holds {class}, not {what}", column.name);
+        BackendError::new(BackendErrorKind::Decode, message)
+    };
+    Ok(match (column.kind, class.as_str()) {
+        (Kind::Text, "TEXT") => Value::Text(row.try_get(i)?),
+        (Kind::Int, "INTEGER") => Value::Int(row.try_get(i)?),
+        (Kind::Instant, "INTEGER") => Value::Instant(Instant::from_unix_micros(row.try_get(i)?)),
+        (Kind::Instant, "TEXT") => {
+            let text: String = row.try_get(i)?;
+            Value::Instant(naive_utc(&text).ok_or_else(|| wrong(&format!("a UTC date and time (`{text}`)")))?)
+        }
+        (Kind::Text, _) => return Err(wrong("text")),
+        (Kind::Int, _) => return Err(wrong("an integer")),
+        (Kind::Instant, _) => return Err(wrong("INTEGER microseconds or a TEXT date and time")),
+    })
+}
+
+/// A UTC date and time in SQLite's text forms: `2026-03-08 07:00:00`, with
+/// an optional fraction, or with `T` between date and time.
+fn naive_utc(text: &str) -> Option<Instant> {
+    ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f"]
         .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            Ok(match c.kind {
-                Kind::Text => row.try_get::<Option<String>, _>(i)?.map_or(Value::Null(Kind::Text), Value::Text),
-                Kind::Int => row.try_get::<Option<i64>, _>(i)?.map_or(Value::Null(Kind::Int), Value::Int),
-                Kind::Instant => row
-                    .try_get::<Option<i64>, _>(i)?
-                    .map_or(Value::Null(Kind::Instant), |m| Value::Instant(Instant::from_unix_micros(m))),
-            })
-        })
-        .collect()
+        .find_map(|f| NaiveDateTime::parse_from_str(text, f).ok())
+        .map(|t| Instant::from_chrono(t.and_utc()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::{Connection, InstantEncoding};
+
+    fn declared(kinds: &[Kind]) -> Vec<Column> {
+        const NAMES: [&str; 4] = ["c0", "c1", "c2", "c3"];
+        kinds.iter().zip(NAMES).map(|(kind, name)| Column { name, kind: *kind, nullable: true }).collect()
+    }
+
+    fn at(text: &str) -> Instant {
+        Instant::parse_rfc3339(text).expect("an instant")
+    }
+
+    /// A connection holding table `t (a)` with `value` bound into it under `encoding`.
+    async fn stored(encoding: InstantEncoding, value: Value) -> Connection {
+        let mut conn = Connection::Sqlite(SqliteConn::open_memory().await.expect("open"));
+        conn.set_instant_encoding(encoding).await.expect("set");
+        // Test probes: a column of no declared type keeps what is bound as is.
+        conn.execute("CREATE TABLE t (a)", &[]).await.expect("created");
+        conn.execute("INSERT INTO t (a) VALUES (?1)", &[value]).await.expect("inserted");
+        conn
+    }
+
+    #[tokio::test]
+    async fn each_encoding_stores_its_form_and_reads_it_back() {
+        let t = at("2026-03-08T07:00:00.123456Z");
+        let cases = [
+            (InstantEncoding::Native, Value::Int(1_772_953_200_123_456), t),
+            (InstantEncoding::EpochMicros, Value::Int(1_772_953_200_123_456), t),
+            (InstantEncoding::EpochMillis, Value::Int(1_772_953_200_123), at("2026-03-08T07:00:00.123Z")),
+            (InstantEncoding::EpochSeconds, Value::Int(1_772_953_200), at("2026-03-08T07:00:00Z")),
+            (InstantEncoding::NaiveUtc, Value::Text("2026-03-08 07:00:00.123456".into()), t),
+        ];
+        for (encoding, raw, back) in cases {
+            let mut conn = stored(encoding, Value::Instant(t)).await;
+            let kind = if matches!(raw, Value::Text(_)) { Kind::Text } else { Kind::Int };
+            let rows = conn.query("SELECT a, a FROM t", &[], &declared(&[Kind::Instant, kind])).await.expect("read");
+            assert_eq!(rows, vec![vec![Value::Instant(back), raw]], "{encoding:?}");
+            conn.close().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn null_instants_stay_null_in_every_encoding() {
+        for encoding in [InstantEncoding::Native, InstantEncoding::NaiveUtc, InstantEncoding::EpochSeconds] {
+            let mut conn = stored(encoding, Value::Null(Kind::Instant)).await;
+            let rows = conn.query("SELECT a FROM t", &[], &declared(&[Kind::Instant])).await.expect("read");
+            assert_eq!(rows, vec![vec![Value::Null(Kind::Instant)]], "{encoding:?}");
+            conn.close().await;
+        }
+    }
+
+    #[tokio::test]
+    async fn text_instants_in_sqlite_forms_decode_as_utc() {
+        let mut conn = stored(InstantEncoding::Native, Value::Text("2026-03-08T07:00:00".into())).await;
+        let rows = conn.query("SELECT a FROM t", &[], &declared(&[Kind::Instant])).await.expect("read");
+        assert_eq!(rows, vec![vec![Value::Instant(at("2026-03-08T07:00:00Z"))]]);
+        conn.close().await;
+    }
+
+    #[tokio::test]
+    async fn extra_columns_are_ignored_and_missing_ones_named() {
+        let mut conn = stored(InstantEncoding::Native, Value::Int(5)).await;
+        let rows = conn.query("SELECT a, 'extra', 3.5 FROM t", &[], &declared(&[Kind::Int])).await.expect("read");
+        assert_eq!(rows, vec![vec![Value::Int(5)]]);
+        let e = conn.query("SELECT a FROM t", &[], &declared(&[Kind::Int, Kind::Text])).await.unwrap_err();
+        assert!(e.message.contains("a row has 1 columns, the contract declares 2"), "{e}");
+        conn.close().await;
+    }
+
+    #[tokio::test]
+    async fn a_value_of_the_wrong_class_names_its_column() {
+        let mut conn = stored(InstantEncoding::Native, Value::Text("soon".into())).await;
+        for (kind, what) in [(Kind::Int, "an integer"), (Kind::Instant, "a UTC date and time (`soon`)")] {
+            let e = conn.query("SELECT a FROM t", &[], &declared(&[kind])).await.unwrap_err();
+            assert_eq!(e.kind, BackendErrorKind::Decode);
+            assert!(e.message.contains(&format!("column `c0` holds TEXT, not {what}")), "{e}");
+        }
+        let e = conn.query("SELECT 1.5", &[], &declared(&[Kind::Int])).await.unwrap_err();
+        assert!(e.message.contains("column `c0` holds REAL, not an integer"), "{e}");
+        conn.close().await;
+    }
 }

@@ -6,6 +6,7 @@ pub mod contract;
 mod error;
 mod load;
 pub mod profile;
+mod split;
 pub mod text;
 
 pub use error::{DialectError, DialectErrorKind};

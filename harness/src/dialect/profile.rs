@@ -9,6 +9,7 @@ use std::fmt;
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::backend::InstantEncoding;
 use crate::feature::Feature;
 use crate::resolution::Resolution;
 
@@ -50,6 +51,10 @@ pub struct Profile {
     pub claim_tokens: ClaimTokens,
     /// The order of hooks across jobs.
     pub hook_order: HookOrder,
+    /// How the queue stores instants, and so how they are bound and read
+    /// (docs/decode-types.md). It changes no outcome: a port that stores
+    /// whole seconds also declares `time_resolution`.
+    pub instants: InstantEncoding,
     /// Each knob the file sets, with its reason, in file order: (knob, value, reason).
     pub declared: Vec<(&'static str, String, String)>,
 }
@@ -61,6 +66,7 @@ impl Default for Profile {
             features: Feature::ALL.into_iter().collect(),
             claim_tokens: ClaimTokens::default(),
             hook_order: HookOrder::default(),
+            instants: InstantEncoding::default(),
             declared: Vec::new(),
         }
     }
@@ -123,6 +129,10 @@ impl Profile {
             note("hook_order", value.to_owned(), &k.reason)?;
             profile.hook_order = k.value;
         }
+        if let Some(k) = file.instants {
+            note("instants", k.value.to_string(), &k.reason)?;
+            profile.instants = k.value;
+        }
         profile.declared = declared;
         Ok(profile)
     }
@@ -172,6 +182,7 @@ struct ProfileFile {
     features: Option<Knob<Vec<Feature>>>,
     claim_token_on_finished_rows: Option<Knob<ClaimTokens>>,
     hook_order: Option<Knob<HookOrder>>,
+    instants: Option<Knob<InstantEncoding>>,
 }
 
 /// The 1-based line and character column of byte `offset` in `text`.
@@ -245,6 +256,16 @@ mod tests {
         let e = error("hook_order = { value = \"unordered\", reason = \"  \" }\n");
         assert_eq!((e.line, e.column), (1, 46), "{e}");
         assert!(e.message.contains("blank reason"), "{e}");
+    }
+
+    #[test]
+    fn the_instant_encoding_is_a_knob_that_keeps_the_reference_semantics() {
+        let p = Profile::parse("instants = { value = \"naive_utc\", reason = \"timestamp columns\" }\n").unwrap();
+        assert_eq!(p.instants, InstantEncoding::NaiveUtc);
+        assert!(p.is_reference(), "how instants are stored changes no outcome");
+        assert_eq!(p.to_string(), "instants = naive_utc (timestamp columns)");
+        let e = error("instants = { value = \"epoch_hours\", reason = \"x\" }\n");
+        assert!(e.message.contains("unknown variant `epoch_hours`"), "{e}");
     }
 
     #[test]

@@ -1,6 +1,8 @@
 //! Reading SQL text: named statements in a file, the commands in a
 //! statement, and its `:name` parameters, skipping strings, quoted
-//! identifiers, comments and PostgreSQL `::` casts.
+//! identifiers, comments, PostgreSQL dollar-quoted bodies and `::` casts.
+
+pub use super::split::Grammar;
 
 /// A piece of SQL text, as a tokenizer sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,6 +29,13 @@ fn pieces<'a>(sql: &'a str) -> Vec<Piece<'a>> {
     while i < bytes.len() {
         let end = match bytes[i] {
             b'\'' | b'"' | b'`' => closing(bytes, i + 1, bytes[i]),
+            b'$' => match dollar_tag(&sql[i..]) {
+                Some(tag) => sql[i + tag.len()..].find(tag).map_or(bytes.len(), |n| i + tag.len() + n + tag.len()),
+                None => {
+                    i += 1;
+                    continue;
+                }
+            },
             b'-' if bytes.get(i + 1) == Some(&b'-') => sql[i..].find('\n').map_or(bytes.len(), |n| i + n),
             b'/' if bytes.get(i + 1) == Some(&b'*') => sql[i + 2..].find("*/").map_or(bytes.len(), |n| i + 2 + n + 2),
             b';' => {
@@ -62,6 +71,16 @@ fn pieces<'a>(sql: &'a str) -> Vec<Piece<'a>> {
     out
 }
 
+/// The opening tag of a PostgreSQL dollar-quoted string at the start of
+/// `sql`: `$$` or `$name$`, where a name does not start with a digit (`$1`
+/// is a bind marker).
+fn dollar_tag(sql: &str) -> Option<&str> {
+    let rest = sql.strip_prefix('$')?;
+    let len = rest.bytes().take_while(|b| b.is_ascii_alphanumeric() || *b == b'_').count();
+    let starts_with_digit = rest.as_bytes().first().is_some_and(u8::is_ascii_digit);
+    (rest.as_bytes().get(len) == Some(&b'$') && !starts_with_digit).then(|| &sql[..len + 2])
+}
+
 /// The index just past the quote closing one opened before `from`; a doubled
 /// quote is an escaped one.
 fn closing(bytes: &[u8], mut from: usize, quote: u8) -> usize {
@@ -91,21 +110,19 @@ pub fn parameters(sql: &str) -> Vec<String> {
     names
 }
 
-/// The commands of a script, split at top-level `;`, blank ones dropped.
+/// The commands of a script, split at top-level `;`, blank ones dropped,
+/// read with the generic grammar: for checks made before a driver is known.
+/// A driver runs [`commands_in`] its own grammar.
 pub fn commands(sql: &str) -> Vec<String> {
-    let mut out = vec![String::new()];
-    for p in pieces(sql) {
-        match p {
-            Piece::Semicolon => out.push(String::new()),
-            Piece::Code(s) | Piece::Opaque(s) => out.last_mut().expect("never empty").push_str(s),
-            Piece::Param(name) => {
-                let last = out.last_mut().expect("never empty");
-                last.push(':');
-                last.push_str(name);
-            }
-        }
-    }
-    out.into_iter().filter(|c| !is_blank(c)).map(|c| c.trim().to_owned()).collect()
+    commands_in(sql, Grammar::Generic)
+}
+
+/// The commands of a script as `grammar` reads it: split at top-level `;`,
+/// never inside strings, comments, dollar-quoted bodies or the
+/// `BEGIN ... END` body of a trigger, function or procedure (see
+/// `dialect/split.rs`); blank ones dropped.
+pub fn commands_in(sql: &str, grammar: Grammar) -> Vec<String> {
+    super::split::split(sql, grammar)
 }
 
 /// True when `sql` holds nothing but white space and comments.
@@ -238,6 +255,14 @@ mod tests {
         let p = prepare(SQL, Placeholders::Question);
         assert!(p.sql.ends_with("a = ? AND b < ? AND c = ?"));
         assert_eq!(p.binds, vec!["id", "now", "id"]);
+    }
+
+    #[test]
+    fn dollar_quoted_bodies_hide_their_text() {
+        let sql = "CREATE FUNCTION f() AS $$ it's :nope $$; SELECT $body$ :nor $$ $body$, :id, $1";
+        assert_eq!(parameters(sql), vec!["id"]);
+        assert_eq!(prepare(sql, Placeholders::Dollar).sql, sql.replace(":id", "$1"));
+        assert_eq!(parameters("SELECT $$ open :x"), Vec::<String>::new());
     }
 
     #[test]
