@@ -14,6 +14,7 @@ pub mod diff;
 pub mod driver;
 pub mod engine;
 pub mod expect;
+pub mod fuzz;
 pub mod model;
 pub mod mutate;
 pub mod outcome;
