@@ -200,16 +200,20 @@ pub enum StepCase {
 impl Case {
     /// The scenario this case describes, with `description`. Instants in
     /// jobs lie `edge + nudge` before the clock; advances move it by that.
+    /// Every generated case gives a valid scenario; a hand-made case with no
+    /// jobs or classes gives one the loader refuses, never a panic.
     pub fn to_scenario(&self, description: &str) -> Scenario {
         let classes: Vec<Class> = self.classes.iter().map(ClassCase::to_class).collect();
         let class_name = |i: usize| format!("C{}", i % classes.len().max(1));
         let job_name = |i: usize| format!("j{}", i % self.jobs.len().max(1));
         let mut grace = self.app_grace;
         let edges = |job: usize, grace: i64, offset: Offset, has_beat: bool| {
-            let spec = &self.jobs[job % self.jobs.len()];
-            let class = &classes[spec.class % classes.len()];
-            let claim_timeout = spec.claim_timeout.unwrap_or(Some(class.timeout));
-            offset.micros(&AppClass::of(class), grace, claim_timeout, has_beat)
+            // A case without jobs or classes (never generated) measures
+            // against the default class rather than panicking.
+            let spec = self.jobs.get(job % self.jobs.len().max(1));
+            let class = spec.and_then(|j| classes.get(j.class % classes.len().max(1))).cloned().unwrap_or_default();
+            let claim_timeout = spec.and_then(|j| j.claim_timeout).unwrap_or(Some(class.timeout));
+            offset.micros(&AppClass::of(&class), grace, claim_timeout, has_beat)
         };
         let jobs = self
             .jobs
@@ -351,5 +355,37 @@ mod tests {
         assert_eq!(offset(Edge::Window, 0, None, 300, Some(3600), false), 7_200_000_000);
         assert_eq!(offset(Edge::Window, 0, Some(100_000), 300, Some(300), true), 600_000_000);
         assert_eq!(offset(Edge::Seconds(-60), 0, None, 300, None, true), -60_000_000);
+    }
+
+    fn empty(steps: Vec<StepCase>) -> Case {
+        Case { now: 0, app_grace: 300, legacy: false, zone: None, classes: vec![], jobs: vec![], lease: None, steps }
+    }
+
+    #[test]
+    fn advances_measure_the_grace_in_force_at_their_step() {
+        let by = Offset { edge: Edge::Grace, nudge: 1 };
+        let steps = vec![
+            StepCase::Advance { job: 0, by },
+            StepCase::Set { grace: 60 },
+            StepCase::Advance { job: 0, by },
+            StepCase::Set { grace: 0 },
+            StepCase::Advance { job: 0, by },
+        ];
+        let advances: Vec<String> = empty(steps)
+            .to_scenario("x")
+            .steps
+            .iter()
+            .filter_map(|s| match s.value() {
+                Step::Advance(d) => Some(d.to_string()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(advances, ["+5m0.000001s", "+1m0.000001s", "+0.000001s"]);
+    }
+
+    #[test]
+    fn a_case_without_jobs_or_classes_gives_a_scenario_the_loader_refuses() {
+        let refused = crate::fuzz::load(&empty(vec![StepCase::Claim { job: 4 }]), "x", "x").unwrap_err();
+        assert!(refused.contains("unknown job `j0`"), "{refused}");
     }
 }
