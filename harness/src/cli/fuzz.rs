@@ -63,6 +63,7 @@ pub fn fuzz(args: FuzzArgs) -> ExitCode {
     }
     let inputs = super::Inputs { scenarios: PathBuf::from("scenarios"), dialects: args.dialects.clone() };
     let mut names: Vec<&str> = targets.iter().map(|t| t.dialect()).collect();
+    names.sort_unstable();
     names.dedup();
     let dialects = match inputs.dialects(&names) {
         Ok(d) => d,
@@ -148,6 +149,7 @@ fn print_result(on: &str, target: Target, r: &TargetFuzz, args: &FuzzArgs, seed:
         Ok(path) => {
             println!("    {}:1: the shrunk case", path.display());
             println!("    rerun: {rerun}");
+            println!("    the model's reasoning: reapcheck explain {}", path.display());
         }
         Err(e) => println!("    error: {e}"),
     }
