@@ -182,13 +182,15 @@ pub enum StepCase {
         /// The attempt number.
         attempt: Option<u64>,
     },
-    /// The clock moves by one of the job's edges (negative allowed through
-    /// `Edge::Seconds`), plus the nudge.
+    /// The clock moves by one of the job's edges plus the nudge: forward,
+    /// or (`back`) backward, as for a process whose clock is behind.
     Advance {
         /// The job whose class the edge is measured for.
         job: usize,
         /// How far.
         by: Offset,
+        /// Backward instead of forward.
+        back: bool,
     },
     /// The app grace changes, seconds.
     Set {
@@ -268,8 +270,9 @@ impl Case {
                 StepCase::Heartbeat { job, attempt: n } => Step::Heartbeat(attempt(job, n)),
                 StepCase::Complete { job, attempt: n } => Step::Complete(attempt(job, n)),
                 StepCase::Fail { job, attempt: n } => Step::Fail(attempt(job, n)),
-                StepCase::Advance { job, by } => {
-                    Step::Advance(Duration::from_micros(edges(job, grace, by, !self.legacy)))
+                StepCase::Advance { job, by, back } => {
+                    let micros = edges(job, grace, by, !self.legacy);
+                    Step::Advance(Duration::from_micros(if back { -micros } else { micros }))
                 }
                 StepCase::Set { grace: g } => {
                     grace = g;
@@ -365,11 +368,11 @@ mod tests {
     fn advances_measure_the_grace_in_force_at_their_step() {
         let by = Offset { edge: Edge::Grace, nudge: 1 };
         let steps = vec![
-            StepCase::Advance { job: 0, by },
+            StepCase::Advance { job: 0, by, back: false },
             StepCase::Set { grace: 60 },
-            StepCase::Advance { job: 0, by },
+            StepCase::Advance { job: 0, by, back: true },
             StepCase::Set { grace: 0 },
-            StepCase::Advance { job: 0, by },
+            StepCase::Advance { job: 0, by, back: false },
         ];
         let advances: Vec<String> = empty(steps)
             .to_scenario("x")
@@ -380,7 +383,7 @@ mod tests {
                 _ => None,
             })
             .collect();
-        assert_eq!(advances, ["+5m0.000001s", "+1m0.000001s", "+0.000001s"]);
+        assert_eq!(advances, ["+5m0.000001s", "-1m0.000001s", "+0.000001s"]);
     }
 
     #[test]

@@ -102,7 +102,7 @@ fn class() -> impl Strategy<Value = ClassCase> {
 fn status() -> impl Strategy<Value = Status> {
     prop_oneof![
         6 => Just(Status::Processing),
-        3 => Just(Status::Pending),
+        4 => Just(Status::Pending),
         1 => Just(Status::Completed),
         1 => Just(Status::Failed),
         1 => Just(Status::Interrupted),
@@ -142,7 +142,7 @@ fn job() -> impl Strategy<Value = JobCase> {
 }
 
 fn lease() -> impl Strategy<Value = LeaseCase> {
-    (prop::option::of(0usize..3), 0usize..6, -10i64..=40, nudge())
+    (prop::option::of(0usize..3), 0usize..6, -5i64..=40, nudge())
         .prop_map(|(class, owner, expires_secs, nudge)| LeaseCase { class, owner, expires_secs, nudge })
 }
 
@@ -166,20 +166,72 @@ fn step() -> impl Strategy<Value = StepCase> {
         3 => (job.clone(), attempt()).prop_map(|(job, attempt)| StepCase::Heartbeat { job, attempt }),
         1 => (job.clone(), attempt()).prop_map(|(job, attempt)| StepCase::Complete { job, attempt }),
         1 => (job.clone(), attempt()).prop_map(|(job, attempt)| StepCase::Fail { job, attempt }),
-        5 => (job, advance()).prop_map(|(job, by)| StepCase::Advance { job, by }),
+        5 => (job, advance(), prop::bool::weighted(0.1)).prop_map(|(job, by, back)| StepCase::Advance { job, by, back }),
         1 => pick(GRACES).prop_map(|grace| StepCase::Set { grace }),
     ]
 }
 
-/// Any case: 1 to 3 classes, 1 to 6 jobs, 0 to 12 steps.
+/// An operation between a scan and its apply; its job is replaced by the
+/// race's.
+fn between() -> impl Strategy<Value = StepCase> {
+    prop_oneof![
+        3 => (advance(), prop::bool::weighted(0.5)).prop_map(|(by, back)| StepCase::Advance { job: 0, by, back }),
+        2 => Just(StepCase::Reap { timeout: None, queue: None }),
+        2 => Just(StepCase::Claim { job: 0 }),
+        2 => Just(StepCase::Heartbeat { job: 0, attempt: None }),
+        1 => Just(StepCase::Complete { job: 0, attempt: None }),
+        1 => Just(StepCase::Fail { job: 0, attempt: None }),
+        1 => (any::<bool>(), pick(POLLS)).prop_map(|(second, timeout)| StepCase::Scan {
+            second,
+            timeout: Some(timeout),
+            queue: None
+        }),
+    ]
+}
+
+/// The same step acting on `job`.
+fn on_job(step: StepCase, job: usize) -> StepCase {
+    match step {
+        StepCase::Claim { .. } => StepCase::Claim { job },
+        StepCase::Heartbeat { attempt, .. } => StepCase::Heartbeat { job, attempt },
+        StepCase::Complete { attempt, .. } => StepCase::Complete { job, attempt },
+        StepCase::Fail { attempt, .. } => StepCase::Fail { job, attempt },
+        StepCase::Advance { by, back, .. } => StepCase::Advance { job, by, back },
+        other => other,
+    }
+}
+
+/// A race (`docs/reaper-spec.md`, reap step 4): reaper `r` or `r2` scans,
+/// other operations on one job follow (full reaps, claims, beats, clocks
+/// running behind), then the scan is applied; a few random steps around.
+fn race() -> impl Strategy<Value = Vec<StepCase>> {
+    (
+        0usize..6,
+        any::<bool>(),
+        prop::collection::vec(step(), 0..=3),
+        prop::collection::vec(between(), 1..=5),
+        prop::collection::vec(step(), 0..=2),
+    )
+        .prop_map(|(job, second, before, between, after)| {
+            let mut steps = before;
+            steps.push(StepCase::Scan { second, timeout: None, queue: None });
+            steps.extend(between.into_iter().map(|s| on_job(s, job)));
+            steps.push(StepCase::Apply { second });
+            steps.extend(after);
+            steps
+        })
+}
+
+/// Any case: 1 to 3 classes, 1 to 6 jobs, 0 to 12 steps (a race in one
+/// case of four).
 pub fn case() -> impl Strategy<Value = Case> {
     (
         (pick(CLOCKS), 0i64..1_000_000, pick(GRACES), prop::bool::weighted(0.15)),
         prop::option::weighted(0.2, pick(ZONES)),
         prop::collection::vec(class(), 1..=3),
         prop::collection::vec(job(), 1..=6),
-        prop::option::weighted(0.3, lease()),
-        prop::collection::vec(step(), 0..=12),
+        prop::option::weighted(0.5, lease()),
+        prop_oneof![3 => prop::collection::vec(step(), 0..=12), 1 => race()],
     )
         .prop_map(|((clock, micros, app_grace, legacy), zone, classes, jobs, lease, steps)| Case {
             now: clock + micros,
