@@ -4,8 +4,9 @@
 //! exactly on, one microsecond before or one after the scan floor, the
 //! grace, the claim window and the window, and steps mixing full reaps,
 //! two reapers' scan/apply interleavings, claims, beats, completions,
-//! failures, advances (negative too) and `set`. Sizes stay small (at most
-//! 6 jobs and 12 steps) so that a case runs in milliseconds.
+//! failures, advances (backward too) and `set`; in one case of four, a
+//! race: a scan, then operations on one job, then its apply. Sizes stay
+//! small (at most 6 jobs and 12 steps) so that a case runs in milliseconds.
 //!
 //! Every choice shrinks toward the scenario format's default (a 300 s
 //! timeout and grace, idempotent, loadable, no zone, the default clock), so
