@@ -24,3 +24,7 @@ mutate targets="sqlite":
 # Where a scenario run's time goes, per target: `just bench sqlite,postgres`.
 bench targets="sqlite":
     cargo run --release -- bench --db {{targets}}
+
+# Generated scenarios on the model and targets: `just fuzz sqlite,postgres 2000`.
+fuzz targets="sqlite" cases="1000":
+    cargo run --release -- fuzz --db {{targets}} --cases {{cases}}

@@ -16,6 +16,7 @@ pub mod driver;
 pub mod engine;
 pub mod expect;
 pub mod feature;
+pub mod fuzz;
 pub mod model;
 pub mod mutate;
 pub mod outcome;

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::backend::Server;
-use crate::dialect::Dialect;
+use crate::dialect::{Dialect, Profile};
 use crate::diff;
 use crate::driver;
 use crate::engine::{EngineError, EngineErrorKind, Phase};
@@ -99,8 +99,9 @@ fn expect_problems(scenario: &LoadedScenario, outcome: &Outcome) -> Vec<String> 
 /// Why `dialect` cannot run `scenario`: the first feature the scenario
 /// needs that the dialect's profile declares absent
 /// (`<dialect> declares no leases (dialect.toml)`).
-pub fn absent_feature(scenario: &LoadedScenario, dialect: &Dialect, model: &ModelRun) -> Option<String> {
-    let needed = feature::needed(&scenario.scenario, &model.outcome);
+/// `outcome` is the reference model's (hooks are needed when it fires one).
+pub fn absent_feature(scenario: &LoadedScenario, dialect: &Dialect, outcome: &Outcome) -> Option<String> {
+    let needed = feature::needed(&scenario.scenario, outcome);
     let absent = needed.into_iter().find(|f| !dialect.profile.has(*f))?;
     Some(format!("{} declares no {absent} (dialect.toml)", dialect.name))
 }
@@ -120,7 +121,7 @@ pub async fn check_target(
     dialect: &Dialect,
     model: &ModelRun,
 ) -> TargetRun {
-    if let Some(reason) = absent_feature(scenario, dialect, model) {
+    if let Some(reason) = absent_feature(scenario, dialect, &model.outcome) {
         return TargetRun { verdict: Verdict::Skipped(reason), yaml: None, log: Vec::new() };
     }
     let run = run_logged(server, dialect, scenario, None).await;
@@ -159,11 +160,8 @@ async fn check_under_profile(
     model: &ModelRun,
 ) -> Verdict {
     let profile = &dialect.profile;
-    let s = &scenario.scenario;
-    let mut resolved = Resolved::new(Model::new(s.schema), profile.time_resolution);
-    let under = driver::run(s, &mut resolved, None).await.expect("the model never fails");
-    let expected = snapshot::normalize(&relax::normalize(under, profile).to_yaml());
-    let actual = snapshot::normalize(&relax::normalize(outcome, profile).to_yaml());
+    let expected = model_document(&scenario.scenario, profile).await;
+    let actual = compared_document(outcome, profile);
     let label = format!("model under {}'s profile", dialect.name);
     match diff::render(&label, &expected, target.name(), &actual) {
         Some(d) => Verdict::Fail(format!(
@@ -172,6 +170,21 @@ async fn check_under_profile(
         None if model.snapshot.is_some() => Verdict::Ok,
         None => Verdict::New,
     }
+}
+
+/// The model's outcome of `scenario` under `profile` (run at its time
+/// resolution, normalized by its relaxations), as targets are compared
+/// with it; for the reference profile, the model's own outcome document.
+pub async fn model_document(scenario: &crate::scenario::Scenario, profile: &Profile) -> String {
+    let mut resolved = Resolved::new(Model::new(scenario.schema), profile.time_resolution);
+    let outcome = driver::run(scenario, &mut resolved, None).await.expect("the model never fails");
+    compared_document(outcome, profile)
+}
+
+/// A target's outcome as compared under `profile`: normalized by its
+/// relaxations, then as snapshots are.
+pub fn compared_document(outcome: Outcome, profile: &Profile) -> String {
+    snapshot::normalize(&relax::normalize(outcome, profile).to_yaml())
 }
 
 /// A target's run of one scenario.

@@ -4,6 +4,7 @@
 mod bench;
 mod check;
 mod explain;
+mod fuzz;
 mod inputs;
 mod mutate;
 mod run;
@@ -50,6 +51,9 @@ enum Command {
     Mutate(mutate::MutateArgs),
     /// Measure the setup, run and teardown time of scenario runs per target.
     Bench(bench::BenchArgs),
+    /// Differential property testing: generated scenarios on the model and
+    /// each target; a difference is shrunk and saved as a scenario file.
+    Fuzz(fuzz::FuzzArgs),
 }
 
 /// Parses the arguments and runs the command.
@@ -61,5 +65,6 @@ pub fn main() -> ExitCode {
         Command::Explain(args) => explain::explain(args),
         Command::Mutate(args) => mutate::mutate(args),
         Command::Bench(args) => bench::bench(args),
+        Command::Fuzz(args) => fuzz::fuzz(args),
     }
 }

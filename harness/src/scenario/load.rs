@@ -47,8 +47,16 @@ fn walk(root: &Path, dir: &Path, found: &mut Vec<(String, PathBuf)>) -> Result<(
 pub fn parse_file(name: &str, path: &Path) -> Result<LoadedScenario, Vec<ScenarioError>> {
     let error = |position, kind| ScenarioError { path: path.to_owned(), position, kind };
     let text = std::fs::read_to_string(path).map_err(|e| vec![error(None, ScenarioErrorKind::Read(e))])?;
+    parse_named(name, path, &text)
+}
+
+/// Parses and validates `text` as if it had been read from `path`: what
+/// [`parse_file`] does after reading, for scenarios made in memory
+/// (`reapcheck fuzz`), so they pass the very checks a file does.
+pub fn parse_named(name: &str, path: &Path, text: &str) -> Result<LoadedScenario, Vec<ScenarioError>> {
+    let error = |position, kind| ScenarioError { path: path.to_owned(), position, kind };
     let scenario =
-        parse_text(&text).map_err(|(position, message)| vec![error(position, ScenarioErrorKind::Format(message))])?;
+        parse_text(text).map_err(|(position, message)| vec![error(position, ScenarioErrorKind::Format(message))])?;
     let problems = validate(&scenario);
     if !problems.is_empty() {
         return Err(problems.into_iter().map(|(p, k)| error(p, k)).collect());

@@ -8,6 +8,6 @@ mod types;
 mod validate;
 
 pub use error::{ScenarioError, ScenarioErrorKind};
-pub use load::{LoadedScenario, discover, load_dir, parse_file, parse_text};
+pub use load::{LoadedScenario, discover, load_dir, parse_file, parse_named, parse_text};
 pub use located::{Located, Position};
 pub use types::*;

@@ -1,0 +1,176 @@
+//! `reapcheck fuzz`: generated scenarios on the model and each target; the
+//! first difference per target is shrunk, saved as a scenario file and
+//! printed with the one-line command that reruns it. Ends with the cases per
+//! second of each target.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use reapcheck::dialect::Dialect;
+use reapcheck::fuzz::{self, FuzzSettings, TargetFuzz};
+use reapcheck::reach::{self, Reach};
+use reapcheck::target::Target;
+
+use super::inputs::report;
+use super::run::parse_targets;
+use super::{EXIT_FAILED, EXIT_INVALID};
+
+/// Arguments of `fuzz`.
+#[derive(clap::Args, Debug)]
+pub struct FuzzArgs {
+    /// Targets, comma-separated: sqlite, postgres, mariadb, mysql, cockroach,
+    /// mssql, or `all`.
+    #[arg(long, default_value = "sqlite")]
+    db: String,
+    /// Generated cases per target.
+    #[arg(long, default_value_t = 256)]
+    cases: u32,
+    /// The generator's seed; without it a random one is drawn and printed.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// At most this many runs spent shrinking a failing case.
+    #[arg(long, default_value_t = 2048)]
+    max_shrink_iters: u32,
+    /// Folder the shrunk failing cases are written to, one scenario file
+    /// per target: `<target>-<seed>.yaml`.
+    #[arg(long, default_value = "fuzz-failures")]
+    out: PathBuf,
+    /// Folder holding one sub-folder of SQL per dialect, instead of the copy
+    /// built into reapcheck.
+    #[arg(long)]
+    dialects: Option<PathBuf>,
+}
+
+/// Runs the command; exit 0 when every target agreed with the model on
+/// every case, 1 on a difference or when a target that should run did not
+/// (or none ran at all), 2 on invalid arguments or dialects.
+pub fn fuzz(args: FuzzArgs) -> ExitCode {
+    let invalid = |message: String| {
+        eprintln!("error: {message}");
+        ExitCode::from(EXIT_INVALID)
+    };
+    let targets = match parse_targets(&args.db) {
+        Ok(t) => t,
+        Err(e) => return invalid(e),
+    };
+    let required = match reach::required_targets() {
+        Ok(r) => r,
+        Err(e) => return invalid(e),
+    };
+    if args.cases == 0 {
+        return invalid("--cases 0 would compare nothing: give at least 1".to_owned());
+    }
+    let inputs = super::Inputs { scenarios: PathBuf::from("scenarios"), dialects: args.dialects.clone() };
+    let mut names: Vec<&str> = targets.iter().map(|t| t.dialect()).collect();
+    names.sort_unstable();
+    names.dedup();
+    let dialects = match inputs.dialects(&names) {
+        Ok(d) => d,
+        Err(errors) => {
+            report(&errors);
+            return ExitCode::from(EXIT_INVALID);
+        }
+    };
+    let seed = args.seed.unwrap_or_else(random_seed);
+    let origin = if args.seed.is_some() { "given" } else { "random" };
+    println!("fuzz: seed {seed} ({origin}), {} cases per target", args.cases);
+    let settings = FuzzSettings { cases: args.cases, seed, max_shrink_iters: args.max_shrink_iters };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime starts");
+    let (mut green, mut failed, mut skipped) = (0, 0, 0);
+    let mut rates = Vec::new();
+    for &target in &targets {
+        let dialect = dialects.iter().find(|d| d.name == target.dialect()).expect("loaded for every target");
+        let (server, _keep) = match runtime.block_on(reach::reach(target)) {
+            Reach::Ready(server, keep) => (server, keep),
+            Reach::Skipped(reason) if !required.contains(&target) => {
+                println!("skipped: {target}: {reason}");
+                skipped += 1;
+                continue;
+            }
+            Reach::Skipped(reason) | Reach::Unreachable(reason) => {
+                let why = if required.contains(&target) { " (required by REAPCHECK_REQUIRE)" } else { "" };
+                println!("FAIL     {target}{why}: not run: {reason}");
+                failed += 1;
+                continue;
+            }
+        };
+        let on = format!("{target} [{}]", server.version());
+        let result = fuzz::fuzz_target(runtime.handle(), &server, dialect, target, &settings);
+        runtime.block_on(server.close());
+        rates.push(format!("{target} {:.0}", result.cases_per_second()));
+        if print_result(&on, target, &result, &args, seed, dialect) {
+            green += 1;
+        } else {
+            failed += 1;
+        }
+    }
+    if !rates.is_empty() {
+        println!("cases per second: {}", rates.join(", "));
+    }
+    println!("{green} targets agreed with the model, {failed} failed, {skipped} skipped");
+    if failed == 0 && green == 0 {
+        println!("no target ran: nothing was compared");
+        return ExitCode::from(EXIT_FAILED);
+    }
+    if failed > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
+}
+
+/// Prints one target's result; true when it agreed on every case.
+fn print_result(on: &str, target: Target, r: &TargetFuzz, args: &FuzzArgs, seed: u64, dialect: &Dialect) -> bool {
+    let seconds = r.elapsed.as_secs_f64();
+    let Some(failure) = &r.failure else {
+        let compared = r.cases - r.skipped;
+        if compared == 0 {
+            println!("FAIL     {on}: none of {} cases ran: each needs a feature the profile declares absent", r.cases);
+            return false;
+        }
+        if r.skipped > 0 {
+            println!(
+                "ok       {on}: {compared} cases agree with the model, {} skipped: they need a feature {}'s \
+                 profile declares absent ({seconds:.1} s)",
+                r.skipped, dialect.name
+            );
+        } else {
+            println!("ok       {on}: {compared} cases agree with the model ({seconds:.1} s)");
+        }
+        return true;
+    };
+    println!(
+        "FAIL     {on}: case {} of {} differs; shrunk in {} runs ({seconds:.1} s)",
+        r.cases, args.cases, r.shrink_runs
+    );
+    for line in failure.reason.lines() {
+        println!("    {line}");
+    }
+    let Some(case) = &failure.case else { return false };
+    let name = format!("{target}-{seed}");
+    let mut rerun = format!("reapcheck run --db {target} --scenarios {}", args.out.display());
+    if let Some(d) = &args.dialects {
+        rerun.push_str(&format!(" --dialects {}", d.display()));
+    }
+    rerun.push_str(&format!(" --exact {name}"));
+    let sql = match &args.dialects {
+        Some(d) => format!("the {} dialect in {}", dialect.name, d.display()),
+        None => format!("the built-in {} dialect", dialect.name),
+    };
+    let description = format!(
+        "Found by `reapcheck fuzz --db {target} --seed {seed}` and shrunk: {target}, through {sql}, disagrees \
+         with the reference model on this case. Rerun: {rerun}"
+    );
+    match fuzz::save(&args.out, &name, &case.to_scenario(&description)) {
+        Ok(path) => {
+            println!("    {}:1: the shrunk case", path.display());
+            println!("    rerun: {rerun}");
+            println!("    the model's reasoning: reapcheck explain {}", path.display());
+        }
+        Err(e) => println!("    error: {e}"),
+    }
+    false
+}
+
+/// A seed from the clock and the process id, for runs without `--seed`.
+fn random_seed() -> u64 {
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    nanos ^ (u64::from(std::process::id()) << 32)
+}
