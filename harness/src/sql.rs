@@ -162,8 +162,11 @@ impl Engine for SqlEngine<'_> {
         }
         match self.run(&call).await {
             Ok((returned, reply)) => {
-                let entry = self.entry(&call, returned);
-                self.log.push(entry);
+                // A statement of an absent feature ran no SQL: nothing to log.
+                if self.dialect.find(bindings(&call).0, self.schema).is_some() {
+                    let entry = self.entry(&call, returned);
+                    self.log.push(entry);
+                }
                 Ok(reply)
             }
             Err(e) => {
