@@ -180,6 +180,27 @@ fn read_files(source: &Source, name: &str) -> Result<Vec<(String, String)>, Dial
     Ok(files)
 }
 
+/// The text of `file`, a file other than SQL in dialect `name`'s folder
+/// (such as its equivalent-mutant declarations); `None` when absent.
+pub fn read_extra(source: &Source, name: &str, file: &str) -> Result<Option<String>, DialectError> {
+    match source {
+        Source::Embedded => {
+            Ok(EMBEDDED.get_file(format!("{name}/{file}")).map(|f| f.contents_utf8().unwrap_or_default().to_owned()))
+        }
+        Source::Folder(root) => {
+            let path = root.join(name).join(file);
+            if !path.is_file() {
+                return Ok(None);
+            }
+            std::fs::read_to_string(&path).map(Some).map_err(|e| DialectError {
+                file: path.display().to_string(),
+                line: None,
+                kind: DialectErrorKind::Read(e.to_string()),
+            })
+        }
+    }
+}
+
 /// The dialect folders present in `source`, sorted.
 pub fn dialect_names(source: &Source) -> Vec<String> {
     let mut names: Vec<String> = match source {

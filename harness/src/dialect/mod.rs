@@ -8,4 +8,4 @@ mod load;
 pub mod text;
 
 pub use error::{DialectError, DialectErrorKind};
-pub use load::{Dialect, Source, Statement, dialect_names};
+pub use load::{Dialect, Source, Statement, dialect_names, read_extra};
