@@ -13,7 +13,7 @@ use reapcheck::backend::Server;
 use reapcheck::dialect::{Dialect, read_extra};
 use reapcheck::diff;
 use reapcheck::mutate::equivalent::{self, EquivalentError};
-use reapcheck::mutate::{GeneratedMutant, Generation, MUTANTS, Mutant, MutantError, Operator, Syntax, apply, generate};
+use reapcheck::mutate::{Generation, MUTANTS, Mutant, MutantError, Operator, Syntax, apply, generate};
 use reapcheck::reach::{self, Reach};
 use reapcheck::runner::{self, ModelRun};
 use reapcheck::scenario::LoadedScenario;
@@ -34,6 +34,10 @@ pub struct MutateArgs {
     /// Targets, comma-separated, or `all`.
     #[arg(long, default_value = "sqlite")]
     db: String,
+    /// List each generated mutant (id, operator, origin and the hash an
+    /// equivalence declaration names its statement by) and run nothing.
+    #[arg(long)]
+    list: bool,
     #[command(flatten)]
     inputs: Inputs,
 }
@@ -88,6 +92,12 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
         report(&invalid);
         return ExitCode::from(EXIT_INVALID);
     }
+    if args.list {
+        for p in &plans {
+            list(p);
+        }
+        return ExitCode::SUCCESS;
+    }
     let Ok(runtime) = tokio::runtime::Builder::new_multi_thread().enable_all().build() else {
         eprintln!("error: cannot start the async runtime");
         return ExitCode::from(EXIT_FAILED);
@@ -105,6 +115,19 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
         ok
     });
     if ok { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
+}
+
+/// Prints one line per generated mutant of `plan`: statement hash, operator,
+/// origin, id.
+fn list(plan: &Plan) {
+    for u in &plan.generation.unparsed {
+        println!("{}: not generated: {} (`{}`): {}", plan.dialect.name, u.origin, u.statement, u.message);
+    }
+    for m in &plan.generation.mutants {
+        let hash = equivalent::statement_hash(&m.before);
+        let declared = if plan.equivalent.contains_key(&m.id) { " (declared equivalent)" } else { "" };
+        println!("{}\t{hash}\t{}\t{}\t{}{declared}", plan.dialect.name, m.operator, m.origin, m.id);
+    }
 }
 
 /// Applies the named mutants, generates the others and reads the
