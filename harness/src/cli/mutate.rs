@@ -5,18 +5,19 @@
 
 use std::collections::BTreeMap;
 use std::process::ExitCode;
+use std::sync::Mutex;
 use std::time::Instant;
 
 use futures_util::{StreamExt, stream};
 
 use reapcheck::backend::Server;
-use reapcheck::dialect::{Dialect, read_extra};
+use reapcheck::dialect::{Dialect, contract, read_extra};
 use reapcheck::diff;
 use reapcheck::mutate::equivalent::{self, EquivalentError};
 use reapcheck::mutate::{Generation, MUTANTS, Mutant, MutantError, Operator, Syntax, apply, generate};
 use reapcheck::reach::{self, Reach};
 use reapcheck::runner::{self, ModelRun};
-use reapcheck::scenario::LoadedScenario;
+use reapcheck::scenario::{LoadedScenario, Schema};
 use reapcheck::snapshot;
 use reapcheck::target::Target;
 
@@ -144,8 +145,9 @@ fn plan(inputs: &Inputs, dialect: Dialect) -> Result<Plan, Vec<String>> {
     let generation = generate(&dialect, Syntax::for_dialect(&dialect.name));
     let file = format!("{}/{}", dialect.name, equivalent::FILE);
     let text = read_extra(&inputs.source(), &dialect.name, equivalent::FILE).map_err(|e| vec![e.to_string()])?;
-    let equivalent = equivalent::check(&file, text.as_deref().unwrap_or_default(), &generation.mutants)
-        .map_err(|errors| errors.iter().map(EquivalentError::to_string).collect::<Vec<_>>())?;
+    let equivalent =
+        equivalent::check(&file, text.as_deref().unwrap_or_default(), &generation.mutants, &generation.unparsed)
+            .map_err(|errors| errors.iter().map(EquivalentError::to_string).collect::<Vec<_>>())?;
     Ok(Plan { dialect, named, not_applicable, generation, equivalent })
 }
 
@@ -187,17 +189,21 @@ async fn mutate_target(target: Target, plan: &Plan, scenarios: &[LoadedScenario]
             return false;
         }
     }
-    let named =
-        stream::iter(plan.named.iter().map(|(_, d)| first_killer(target, &server, d.clone(), scenarios, models)))
-            .buffered(CONCURRENT_RUNS)
-            .collect::<Vec<_>>()
-            .await;
-    let generated = stream::iter(
-        g.mutants.iter().map(|m| first_killer(target, &server, m.apply(&g.round_trip), scenarios, models)),
+    let order = KillOrder::new(scenarios.len());
+    let order = &order;
+    let named = stream::iter(
+        plan.named.iter().map(|(_, d)| first_killer(target, &server, d.clone(), None, scenarios, models, order)),
     )
     .buffered(CONCURRENT_RUNS)
     .collect::<Vec<_>>()
     .await;
+    let generated =
+        stream::iter(g.mutants.iter().map(|m| {
+            first_killer(target, &server, m.apply(&g.round_trip), Some(&m.statement), scenarios, models, order)
+        }))
+        .buffered(CONCURRENT_RUNS)
+        .collect::<Vec<_>>()
+        .await;
     server.close().await;
 
     let mut ok = true;
@@ -303,17 +309,64 @@ async fn baseline(
     stream::iter(runs).buffered(CONCURRENT_RUNS).filter_map(|k| async move { k }).collect().await
 }
 
-/// The first scenario, in corpus order, whose outcome on `dialect` differs
-/// from the model's; the rest are not run.
+/// The corpus order a mutant tries scenarios in: those that killed the
+/// most mutants so far first, so a killed mutant usually stops after one
+/// or two runs. Shared by the mutants in flight on one target.
+struct KillOrder(Mutex<Vec<(usize, usize)>>);
+
+impl KillOrder {
+    fn new(scenarios: usize) -> KillOrder {
+        KillOrder(Mutex::new((0..scenarios).map(|i| (0, i)).collect()))
+    }
+
+    /// Scenario indices, best killers first.
+    fn order(&self) -> Vec<usize> {
+        let mut v = self.0.lock().map(|v| v.clone()).unwrap_or_default();
+        v.sort_by_key(|&(kills, i)| (std::cmp::Reverse(kills), i));
+        v.into_iter().map(|(_, i)| i).collect()
+    }
+
+    fn killed_by(&self, index: usize) {
+        if let Ok(mut v) = self.0.lock()
+            && let Some(entry) = v.iter_mut().find(|(_, i)| *i == index)
+        {
+            entry.0 += 1;
+        }
+    }
+}
+
+/// Whether a mutant of `statement` can change `scenario`'s outcome at all:
+/// a `legacy_` statement runs only on the legacy schema, and a statement
+/// that has a `legacy_` text runs only on the standard one.
+fn uses(statement: &str, scenario: &LoadedScenario) -> bool {
+    let legacy = scenario.scenario.schema == Schema::Legacy;
+    if statement.starts_with("legacy_") {
+        return legacy;
+    }
+    let has_legacy = contract::spec(statement).is_some_and(|s| s.has_legacy);
+    !(legacy && has_legacy)
+}
+
+/// The first scenario whose outcome on `dialect` differs from the model's,
+/// among those that use `statement` (all for a named mutant, `None`),
+/// best killers first; the rest are not run.
 async fn first_killer(
     target: Target,
     server: &Server,
     dialect: Dialect,
+    statement: Option<&str>,
     scenarios: &[LoadedScenario],
     models: &[ModelRun],
+    order: &KillOrder,
 ) -> Verdict {
-    for (s, model) in runnable(target, scenarios, models) {
+    let skipped = |s: &LoadedScenario| s.scenario.divergence.keys().any(|t| t.as_str() == target.name());
+    for i in order.order() {
+        let (s, model) = (&scenarios[i], &models[i]);
+        if skipped(s) || statement.is_some_and(|name| !uses(name, s)) {
+            continue;
+        }
         if differs(server, &dialect, s, model).await {
+            order.killed_by(i);
             return Verdict { killer: Some(s.name.clone()) };
         }
     }
