@@ -258,7 +258,7 @@ async fn mutate_target(target: Target, plan: &Plan, scenarios: &[LoadedScenario]
         }
     }
     let counted = total[0] - total[2];
-    let score = if counted == 0 { 100 } else { total[1] * 100 / counted };
+    let score = (total[1] * 100).checked_div(counted).unwrap_or(100);
     println!(
         "{target}: mutation score {score}% ({}/{counted} killed; {} generated, {} declared equivalent) in {:.1} s",
         total[1],

@@ -41,7 +41,7 @@ fn comparison(e: &Expr) -> Vec<Proposal> {
         .iter()
         .map(|other| {
             let new = Expr::BinaryOp { left: left.clone(), op: other.clone(), right: right.clone() };
-            ((Operator::Comparison, format!("replace {op} with {other} in `{e}`")), Node::Expr(new))
+            ((Operator::Comparison, format!("replace {op} with {other} in `{e}`")), Node::Expr(Box::new(new)))
         })
         .collect()
 }
@@ -95,7 +95,7 @@ fn coalesce(e: &Expr, syntax: Syntax) -> Vec<Proposal> {
                 Expr::Nested(inner) => inner.to_string(),
                 other => other.to_string(),
             };
-            ((Operator::Coalesce, format!("replace `{e}` with `{shown}`")), Node::Expr(new))
+            ((Operator::Coalesce, format!("replace `{e}` with `{shown}`")), Node::Expr(Box::new(new)))
         })
         .collect()
 }
@@ -107,7 +107,7 @@ fn null_check(e: &Expr) -> Vec<Proposal> {
         Expr::IsNotNull(x) => (Expr::IsNull(x.clone()), "IS NOT NULL", "IS NULL"),
         _ => return Vec::new(),
     };
-    vec![((Operator::NullCheck, format!("replace {from} with {to} in `{e}`")), Node::Expr(new))]
+    vec![((Operator::NullCheck, format!("replace {from} with {to} in `{e}`")), Node::Expr(Box::new(new)))]
 }
 
 /// The integers an integer constant `n` moves to: `n + 1`, `n - 1` and `0`,
@@ -135,7 +135,10 @@ fn constant(e: &Expr) -> Vec<Proposal> {
                 .map(|m| {
                     let mut new = v.clone();
                     new.value = Value::Number(m.to_string(), *long);
-                    ((Operator::Constant, format!("replace constant {n} with {m}")), Node::Expr(Expr::Value(new)))
+                    (
+                        (Operator::Constant, format!("replace constant {n} with {m}")),
+                        Node::Expr(Box::new(Expr::Value(new))),
+                    )
                 })
                 .collect()
         }
@@ -153,7 +156,7 @@ fn constant(e: &Expr) -> Vec<Proposal> {
                     value.value = Value::SingleQuotedString(format!("{m}{rest}"));
                     new.value = Box::new(Expr::Value(value));
                     let description = format!("replace interval '{text}' with '{m}{rest}'");
-                    ((Operator::Constant, description), Node::Expr(Expr::Interval(new)))
+                    ((Operator::Constant, description), Node::Expr(Box::new(Expr::Interval(new))))
                 })
                 .collect()
         }

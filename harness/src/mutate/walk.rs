@@ -11,7 +11,7 @@ use sqlparser::ast::{Expr, Query, Select, Statement as Ast, VisitMut, VisitorMut
 #[derive(Clone, Debug)]
 pub enum Node {
     /// An expression.
-    Expr(Expr),
+    Expr(Box<Expr>),
     /// A `SELECT` (its `WHERE` lives here).
     Select(Box<Select>),
     /// A query (its `ORDER BY` and `LIMIT` live here).
@@ -120,7 +120,7 @@ pub fn edit<T>(ast: &Ast, site: &Site<T>) -> Ast {
             return ControlFlow::Continue(());
         }
         match (n, &site.node) {
-            (NodeRef::Expr(e), Node::Expr(new)) => *e = new.clone(),
+            (NodeRef::Expr(e), Node::Expr(new)) => *e = (**new).clone(),
             (NodeRef::Select(s), Node::Select(new)) => *s = (**new).clone(),
             (NodeRef::Query(q), Node::Query(new)) => *q = (**new).clone(),
             _ => {}
@@ -140,7 +140,7 @@ mod tests {
         let ast = parse("SELECT a FROM t WHERE x = 1 AND y = 1", Syntax::Sqlite).unwrap();
         let found = sites(&ast, |seen| match seen {
             Seen::Expr(Expr::Value(v)) if v.to_string() == "1" => {
-                vec![((), Node::Expr(Expr::Value(sqlparser::ast::Value::Number("2".into(), false).into())))]
+                vec![((), Node::Expr(Box::new(Expr::Value(sqlparser::ast::Value::Number("2".into(), false).into()))))]
             }
             _ => Vec::new(),
         });
