@@ -6,6 +6,8 @@ use sqlparser::ast::{
     BinaryOperator, Expr, FunctionArg, FunctionArgExpr, FunctionArguments, Ident, ObjectName, ObjectNamePart, Value,
 };
 
+use sqlparser::tokenizer::Span;
+
 use super::generate::Operator;
 use super::parse::Syntax;
 use super::walk::{Node, Seen};
@@ -122,6 +124,13 @@ fn moves(n: i64) -> Vec<i64> {
     out
 }
 
+/// Where a literal is written in its statement's text, `line:column` from 1
+/// (line 1 is the line after the `-- name:` marker), so that two equal
+/// constants of one statement have different mutant ids.
+fn at(span: Span) -> String {
+    format!("{}:{}", span.start.line, span.start.column)
+}
+
 /// An integer literal moves by one either way and becomes 0; so does the
 /// leading number of an interval written as a string (`interval '30
 /// seconds'`). Other numbers (decimals, exponents) are left alone.
@@ -135,10 +144,8 @@ fn constant(e: &Expr) -> Vec<Proposal> {
                 .map(|m| {
                     let mut new = v.clone();
                     new.value = Value::Number(m.to_string(), *long);
-                    (
-                        (Operator::Constant, format!("replace constant {n} with {m}")),
-                        Node::Expr(Box::new(Expr::Value(new))),
-                    )
+                    let description = format!("replace constant {n} with {m} at {}", at(v.span));
+                    ((Operator::Constant, description), Node::Expr(Box::new(Expr::Value(new))))
                 })
                 .collect()
         }
@@ -155,7 +162,7 @@ fn constant(e: &Expr) -> Vec<Proposal> {
                     let mut value = v.clone();
                     value.value = Value::SingleQuotedString(format!("{m}{rest}"));
                     new.value = Box::new(Expr::Value(value));
-                    let description = format!("replace interval '{text}' with '{m}{rest}'");
+                    let description = format!("replace interval '{text}' with '{m}{rest}' at {}", at(v.span));
                     ((Operator::Constant, description), Node::Expr(Box::new(Expr::Interval(new))))
                 })
                 .collect()
@@ -216,6 +223,9 @@ mod tests {
         assert_eq!(m.len(), 2, "1 - 1 and 0 are one mutant: {m:?}");
         let m = mutants("SELECT :now - interval '30 seconds'", Syntax::Postgres);
         assert_eq!(m[0].1, "SELECT :now - INTERVAL '31 seconds'");
-        assert_eq!(m[2].0, "replace interval '30 seconds' with '0 seconds'");
+        assert_eq!(m[2].0, "replace interval '30 seconds' with '0 seconds' at 1:23");
+        let m = mutants("SELECT 1,\n  1", Syntax::Sqlite);
+        assert_eq!(m[0].0, "replace constant 1 with 2 at 1:8");
+        assert_eq!(m[2].0, "replace constant 1 with 2 at 2:3");
     }
 }
