@@ -223,7 +223,7 @@ mod tests {
         assert_eq!(m.len(), 2, "1 - 1 and 0 are one mutant: {m:?}");
         let m = mutants("SELECT :now - interval '30 seconds'", Syntax::Postgres);
         assert_eq!(m[0].1, "SELECT :now - INTERVAL '31 seconds'");
-        assert_eq!(m[2].0, "replace interval '30 seconds' with '0 seconds' at 1:23");
+        assert_eq!(m[2].0, "replace interval '30 seconds' with '0 seconds' at 1:24");
         let m = mutants("SELECT 1,\n  1", Syntax::Sqlite);
         assert_eq!(m[0].0, "replace constant 1 with 2 at 1:8");
         assert_eq!(m[2].0, "replace constant 1 with 2 at 2:3");
