@@ -230,12 +230,19 @@ impl<'a, E: Engine> Driver<'a, E> {
         };
         let mut planned = Vec::with_capacity(candidates.len());
         for c in candidates {
-            planned.push(self.plan(&c, poll));
+            planned.push(self.plan(&c, poll)?);
         }
         Ok(planned)
     }
 
-    fn plan(&mut self, c: &Candidate, poll: i64) -> Planned {
+    /// Decides one candidate's cutoff and outcome. A candidate whose class
+    /// the scenario does not declare (SQL that returns the wrong column, as
+    /// a mutant may) is an error, not a panic.
+    fn plan(&mut self, c: &Candidate, poll: i64) -> Result<Planned, EngineError> {
+        if !self.scenario.classes.contains_key(c.class.as_str()) {
+            let message = format!("candidate `{}` has class `{}`, which the scenario does not declare", c.id, c.class);
+            return Err(EngineError { statement: "reap_scan", kind: EngineErrorKind::Decode(message) });
+        }
         let class = self.class(&c.class);
         let grace = class.grace(self.app_grace);
         let timeout = rules::row_timeout(c.claim_timeout, poll);
@@ -265,7 +272,7 @@ impl<'a, E: Engine> Driver<'a, E> {
                 },
             ));
         }
-        Planned { guard: ReapGuard { id: c.id.clone(), attempts: c.attempts, cutoff }, action }
+        Ok(Planned { guard: ReapGuard { id: c.id.clone(), attempts: c.attempts, cutoff }, action })
     }
 
     /// Runs each planned guarded UPDATE; returns the rows changed.

@@ -251,30 +251,118 @@ fn targets_without_a_server_are_skipped_with_a_reason_unless_required() {
 }
 
 #[test]
-fn mutate_kills_every_mutant_on_sqlite_and_refuses_a_mutant_that_does_not_apply() {
+fn mutate_kills_every_named_and_generated_mutant_on_sqlite_after_declared_equivalents() {
     let o = reapcheck(&["mutate", "--db", "sqlite"]);
     let out = stdout(&o);
     assert!(o.status.success(), "{out}");
-    let total = reapcheck::mutate::MUTANTS.len();
-    assert!(out.contains(&format!("sqlite: mutation score 100% ({total}/{total} killed)")), "{out}");
-    assert_eq!(out.lines().filter(|l| l.starts_with("  killed ")).count(), total, "{out}");
+    let named = reapcheck::mutate::MUTANTS.len();
+    assert_eq!(out.lines().filter(|l| l.starts_with("  killed ")).count(), named, "{out}");
+    let row: Vec<String> = out
+        .lines()
+        .find(|l| l.starts_with("  named "))
+        .map(|l| l.split_whitespace().map(str::to_owned).collect())
+        .unwrap_or_default();
+    assert_eq!(row, ["named", &named.to_string(), &named.to_string(), "0", "0"], "{out}");
+    for op in reapcheck::mutate::Operator::ALL {
+        assert!(out.lines().any(|l| l.starts_with(&format!("  {} ", op.name()))), "no {op} row: {out}");
+    }
+    assert!(out.contains("sqlite: mutation score 100% ("), "{out}");
+    assert!(!out.contains("SURVIVED"), "{out}");
+}
 
-    let scratch = Scratch::new("mutant-shape");
+#[test]
+fn mutate_runs_on_a_port_spelled_differently() {
+    let scratch = Scratch::new("mutant-port");
     let dialects = mutated_sqlite(
         &scratch,
-        "leases.sql",
-        "WHERE name = :name AND expires_at < :now",
-        "WHERE expires_at < :now AND name = :name",
+        "reaper.sql",
+        "COALESCE(heartbeat_at, updated_at)",
+        "IFNULL(heartbeat_at, updated_at)",
     );
+    let leases = scratch.0.join("dialects/sqlite/leases.sql");
+    let text = std::fs::read_to_string(&leases).unwrap();
+    let from = "WHERE name = :name AND expires_at < :now";
+    assert!(text.contains(from));
+    std::fs::write(&leases, text.replace(from, "WHERE job_leases.expires_at < :now AND job_leases.name = :name"))
+        .unwrap();
+
+    // The port's reap_fail changed, so its equivalence declaration is stale
+    // until its reason is checked and its hash updated, as a user would.
     let o = reapcheck(&["mutate", "--db", "sqlite", "--dialects", &dialects]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("was declared for another text of `reap_fail` (hash "), "{err}");
+    let hashes = |line: &str| -> Option<(String, String)> {
+        let old = line.split("(hash ").nth(1)?.split(',').next()?.to_owned();
+        let new = line.split(", now ").nth(1)?.split(')').next()?.to_owned();
+        Some((old, new))
+    };
+    let declarations = scratch.0.join("dialects/sqlite/equivalent-mutants.yaml");
+    let mut text = std::fs::read_to_string(&declarations).unwrap();
+    for (old, new) in err.lines().filter_map(hashes) {
+        text = text.replace(&old, &new);
+    }
+    std::fs::write(&declarations, text).unwrap();
+
+    let o = reapcheck(&["mutate", "--db", "sqlite", "--dialects", &dialects, "--list"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
     assert!(
-        err.contains(
-            "mutant `takeover-ignores-expiry` does not apply to sqlite's `lease_takeover` (sqlite/leases.sql:"
-        ),
-        "{err}"
+        out.contains("reap_retry: replace `IFNULL(heartbeat_at, updated_at)` with `IFNULL(updated_at, heartbeat_at)`"),
+        "{out}"
     );
+    assert!(out.contains("lease_takeover: drop WHERE conjunct 1 `job_leases.expires_at < :now`"), "{out}");
+
+    let o = reapcheck(&["mutate", "--db", "sqlite", "--dialects", &dialects]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    assert!(
+        out.contains("  not applicable: named mutant `coalesce-swapped` does not apply to sqlite's `reap_scan` (sqlite/reaper.sql:"),
+        "{out}"
+    );
+    assert!(out.contains("  not applicable: named mutant `takeover-ignores-expiry`"), "{out}");
+    assert!(out.contains("sqlite: mutation score 100% ("), "{out}");
+}
+
+#[test]
+fn mutate_lists_unparsable_statements_and_rejects_a_stale_equivalence() {
+    let scratch = Scratch::new("mutant-unparsable");
+    let dialects = mutated_sqlite(
+        &scratch,
+        "worker.sql",
+        "UPDATE jobs SET heartbeat_at = :now",
+        "UPDATE jobs SET heartbeat_at = :now,",
+    );
+    let o = reapcheck(&["mutate", "--db", "sqlite", "--dialects", &dialects, "--list"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("sqlite: not generated: sqlite/worker.sql:"), "{out}");
+    assert!(out.contains("(`heartbeat`): "), "{out}");
+    assert!(!out.contains("\theartbeat: "), "{out}");
+
+    let scratch = Scratch::new("mutant-stale");
+    let dialects = mutated_sqlite(&scratch, "readback.sql", "FROM jobs ORDER BY id", "FROM jobs ORDER BY id ASC");
+    let o = reapcheck(&["mutate", "--db", "sqlite", "--dialects", &dialects]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("error: sqlite/equivalent-mutants.yaml:"), "{err}");
+    assert!(err.contains("`read_jobs: drop ORDER BY` was declared for another text of `read_jobs`"), "{err}");
+}
+
+#[test]
+fn a_scan_row_of_an_undeclared_class_fails_the_run_without_a_panic() {
+    let scratch = Scratch::new("scan-class");
+    let dialects = mutated_sqlite(
+        &scratch,
+        "reaper.sql",
+        "SELECT id, class, attempts, max_retries, claim_timeout,\n       CASE",
+        "SELECT id, 'Nope' AS class, attempts, max_retries, claim_timeout,\n       CASE",
+    );
+    let o = reapcheck(&["run", "--db", "sqlite", "--dialects", &dialects, "boundaries/scan-floor"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
+    assert!(out.contains("has class `Nope`, which the scenario does not declare"), "{out}");
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
 }
 
 #[test]

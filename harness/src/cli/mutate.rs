@@ -1,25 +1,31 @@
-//! `reapcheck mutate`: runs the whole corpus against each known-bad edit of
-//! each target's SQL; a mutant is killed when at least one scenario's
-//! outcome differs from the model's (or the run errs).
+//! `reapcheck mutate`: runs the corpus against each mutant of each target's
+//! SQL, the fourteen named ones and those generated from the syntax tree; a
+//! mutant is killed by the first scenario whose outcome differs from the
+//! model's (or whose run errs). Mutants run a few at a time.
 
+use std::collections::BTreeMap;
 use std::process::ExitCode;
+use std::sync::Mutex;
+use std::time::Instant;
 
 use futures_util::{StreamExt, stream};
 
 use reapcheck::backend::Server;
-use reapcheck::dialect::Dialect;
-use reapcheck::mutate::{MUTANTS, Mutant, apply};
+use reapcheck::dialect::{Dialect, contract, read_extra};
+use reapcheck::diff;
+use reapcheck::mutate::equivalent::{self, EquivalentError};
+use reapcheck::mutate::{Generation, MUTANTS, Mutant, MutantError, Operator, Syntax, apply, generate};
 use reapcheck::reach::{self, Reach};
 use reapcheck::runner::{self, ModelRun};
-use reapcheck::scenario::LoadedScenario;
-use reapcheck::snapshot;
+use reapcheck::scenario::{LoadedScenario, Schema};
 use reapcheck::target::Target;
 
 use super::inputs::report;
 use super::run::parse_targets;
 use super::{EXIT_FAILED, EXIT_INVALID, Inputs};
 
-/// Scenario runs in flight at once on one target.
+/// Scenario runs in flight at once on one target (one per mutant, or per
+/// scenario for the baseline).
 const CONCURRENT_RUNS: usize = 4;
 
 /// Arguments of `mutate`.
@@ -28,12 +34,29 @@ pub struct MutateArgs {
     /// Targets, comma-separated, or `all`.
     #[arg(long, default_value = "sqlite")]
     db: String,
+    /// List each generated mutant (id, operator, origin and the hash an
+    /// equivalence declaration names its statement by) and run nothing.
+    #[arg(long)]
+    list: bool,
     #[command(flatten)]
     inputs: Inputs,
 }
 
-/// Runs the mutation self-test; exit 1 when a mutant survives or a target
-/// cannot run, 2 on invalid input or a mutant that does not apply.
+/// One dialect's mutants, ready to run.
+struct Plan {
+    dialect: Dialect,
+    /// Named mutants that apply, with the dialect they make.
+    named: Vec<(&'static Mutant, Dialect)>,
+    /// Named mutants that do not apply (a port spelled differently).
+    not_applicable: Vec<MutantError>,
+    generation: Generation,
+    /// Declared equivalent mutants: id -> reason.
+    equivalent: BTreeMap<String, String>,
+}
+
+/// Runs the mutation self-test; exit 1 when a mutant survives, a declared
+/// equivalent is killed or a target cannot run, 2 on invalid input
+/// (including a stale equivalence declaration).
 pub fn mutate(args: MutateArgs) -> ExitCode {
     let targets = match parse_targets(&args.db) {
         Ok(t) => t,
@@ -57,19 +80,28 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
             return ExitCode::from(EXIT_INVALID);
         }
     };
-    let mut invalid = Vec::new();
-    for d in &dialects {
-        for m in MUTANTS {
-            if let Err(e) = apply(d, m) {
-                invalid.push(e);
-            }
+    let mut plans = Vec::new();
+    let mut invalid: Vec<String> = Vec::new();
+    for d in dialects {
+        match plan(&args.inputs, d) {
+            Ok(p) => plans.push(p),
+            Err(errors) => invalid.extend(errors),
         }
     }
     if !invalid.is_empty() {
         report(&invalid);
         return ExitCode::from(EXIT_INVALID);
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime starts");
+    if args.list {
+        for p in &plans {
+            list(p);
+        }
+        return ExitCode::SUCCESS;
+    }
+    let Ok(runtime) = tokio::runtime::Builder::new_multi_thread().enable_all().build() else {
+        eprintln!("error: cannot start the async runtime");
+        return ExitCode::from(EXIT_FAILED);
+    };
     let ok = runtime.block_on(async {
         let mut models = Vec::new();
         for s in &scenarios {
@@ -77,15 +109,56 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
         }
         let mut ok = true;
         for &target in &targets {
-            let dialect = dialects.iter().find(|d| d.name == target.dialect()).expect("loaded");
-            ok &= mutate_target(target, dialect, &scenarios, &models).await;
+            let Some(plan) = plans.iter().find(|p| p.dialect.name == target.dialect()) else { continue };
+            ok &= mutate_target(target, plan, &scenarios, &models).await;
         }
         ok
     });
     if ok { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
 }
 
-async fn mutate_target(target: Target, dialect: &Dialect, scenarios: &[LoadedScenario], models: &[ModelRun]) -> bool {
+/// Prints one line per generated mutant of `plan`: statement hash, operator,
+/// origin, id.
+fn list(plan: &Plan) {
+    for u in &plan.generation.unparsed {
+        println!("{}: not generated: {} (`{}`): {}", plan.dialect.name, u.origin, u.statement, u.message);
+    }
+    for m in &plan.generation.mutants {
+        let hash = equivalent::statement_hash(&m.before);
+        let declared = if plan.equivalent.contains_key(&m.id) { " (declared equivalent)" } else { "" };
+        println!("{}\t{hash}\t{}\t{}\t{}{declared}", plan.dialect.name, m.operator, m.origin, m.id);
+    }
+}
+
+/// Applies the named mutants, generates the others and reads the
+/// dialect's equivalence declarations.
+fn plan(inputs: &Inputs, dialect: Dialect) -> Result<Plan, Vec<String>> {
+    let mut named = Vec::new();
+    let mut not_applicable = Vec::new();
+    for m in MUTANTS {
+        match apply(&dialect, m) {
+            Ok(d) => named.push((m, d)),
+            Err(e) => not_applicable.push(e),
+        }
+    }
+    let generation = generate(&dialect, Syntax::for_dialect(&dialect.name));
+    let file = format!("{}/{}", dialect.name, equivalent::FILE);
+    let text = read_extra(&inputs.source(), &dialect.name, equivalent::FILE).map_err(|e| vec![e.to_string()])?;
+    let equivalent =
+        equivalent::check(&file, text.as_deref().unwrap_or_default(), &generation.mutants, &generation.unparsed)
+            .map_err(|errors| errors.iter().map(EquivalentError::to_string).collect::<Vec<_>>())?;
+    Ok(Plan { dialect, named, not_applicable, generation, equivalent })
+}
+
+/// What a run of one mutant found.
+struct Verdict {
+    /// The first scenario that killed it, if any.
+    killer: Option<String>,
+}
+
+async fn mutate_target(target: Target, plan: &Plan, scenarios: &[LoadedScenario], models: &[ModelRun]) -> bool {
+    let (scenarios, models) = &under_profile(&plan.dialect, scenarios, models).await;
+    let (scenarios, models) = (scenarios.as_slice(), models.as_slice());
     let (server, _container) = match reach::reach(target).await {
         Reach::Ready(s, keep) => (s, keep),
         Reach::Skipped(reason) | Reach::Unreachable(reason) => {
@@ -93,52 +166,236 @@ async fn mutate_target(target: Target, dialect: &Dialect, scenarios: &[LoadedSce
             return false;
         }
     };
-    println!("{target} [{}]: {} mutants x {} scenarios", server.version(), MUTANTS.len(), scenarios.len());
-    let baseline = killers(target, &server, dialect, scenarios, models).await;
-    if !baseline.is_empty() {
-        println!("  the unmutated SQL already fails {}: fix it before mutating", baseline.join(", "));
-        return false;
+    let started = Instant::now();
+    let g = &plan.generation;
+    println!(
+        "{target} [{}]: {} named + {} generated mutants x {} scenarios",
+        server.version(),
+        plan.named.len(),
+        g.mutants.len(),
+        scenarios.len()
+    );
+    for e in &plan.not_applicable {
+        println!("  not applicable: {e}");
     }
-    let mut killed = 0;
-    for m in MUTANTS {
-        let mutated = apply(dialect, m).expect("checked before running");
-        let by = killers(target, &server, &mutated, scenarios, models).await;
-        print_mutant(m, &by);
-        killed += usize::from(!by.is_empty());
+    for u in &g.unparsed {
+        println!("  not generated: {} (`{}`): the parser cannot read it: {}", u.origin, u.statement, u.message);
     }
-    let score = killed * 100 / MUTANTS.len();
-    println!("{target}: mutation score {score}% ({killed}/{} killed)", MUTANTS.len());
+    println!("  not mutated (scripts): {}", g.scripts.join(", "));
+    for (label, dialect) in [("unmutated SQL", &plan.dialect), ("SQL printed back by the parser", &g.round_trip)] {
+        let failing = baseline(target, &server, dialect, scenarios, models).await;
+        if !failing.is_empty() {
+            println!("  the {label} already fails {}: fix it before mutating", failing.join(", "));
+            server.close().await;
+            return false;
+        }
+    }
+    let order = KillOrder::new(scenarios.len());
+    let order = &order;
+    let named = stream::iter(
+        plan.named.iter().map(|(_, d)| first_killer(target, &server, d.clone(), None, scenarios, models, order)),
+    )
+    .buffered(CONCURRENT_RUNS)
+    .collect::<Vec<_>>()
+    .await;
+    let generated =
+        stream::iter(g.mutants.iter().map(|m| {
+            first_killer(target, &server, m.apply(&g.round_trip), Some(&m.statement), scenarios, models, order)
+        }))
+        .buffered(CONCURRENT_RUNS)
+        .collect::<Vec<_>>()
+        .await;
     server.close().await;
-    killed == MUTANTS.len()
+
+    let mut ok = true;
+    for ((m, _), v) in plan.named.iter().zip(&named) {
+        match &v.killer {
+            Some(by) => println!("  killed   {}: {} (by {by})", m.id, m.bug),
+            None => {
+                println!("  SURVIVED {}: {}", m.id, m.bug);
+                ok = false;
+            }
+        }
+    }
+    let mut table: BTreeMap<Operator, [usize; 4]> = BTreeMap::new();
+    for (m, v) in g.mutants.iter().zip(&generated) {
+        let row = table.entry(m.operator).or_default();
+        row[0] += 1;
+        match (plan.equivalent.get(&m.id), &v.killer) {
+            (Some(_), None) => row[2] += 1,
+            (Some(_), Some(by)) => {
+                println!("  KILLED BUT DECLARED EQUIVALENT {} ({}), by {by}: remove its declaration", m.id, m.origin);
+                ok = false;
+            }
+            (None, Some(_)) => row[1] += 1,
+            (None, None) => {
+                row[3] += 1;
+                ok = false;
+                println!("  SURVIVED {} [{}] ({})", m.id, m.operator, m.origin);
+                if let Some(d) = diff::render("original", &with_newline(&m.before), "mutant", &with_newline(&m.after)) {
+                    for line in d.lines() {
+                        println!("    {line}");
+                    }
+                }
+            }
+        }
+    }
+    let named_killed = named.iter().filter(|v| v.killer.is_some()).count();
+    println!("  {:<16} {:>9} {:>7} {:>10} {:>8}", "operator", "generated", "killed", "equivalent", "survived");
+    println!(
+        "  {:<16} {:>9} {:>7} {:>10} {:>8}",
+        "named",
+        plan.named.len(),
+        named_killed,
+        0,
+        plan.named.len() - named_killed
+    );
+    let mut total = [plan.named.len(), named_killed, 0, plan.named.len() - named_killed];
+    for op in Operator::ALL {
+        let row = table.get(&op).copied().unwrap_or_default();
+        println!("  {:<16} {:>9} {:>7} {:>10} {:>8}", op.name(), row[0], row[1], row[2], row[3]);
+        for (t, r) in total.iter_mut().zip(row) {
+            *t += r;
+        }
+    }
+    let counted = total[0] - total[2];
+    let score = (total[1] * 100).checked_div(counted).unwrap_or(100);
+    println!(
+        "{target}: mutation score {score}% ({}/{counted} killed; {} generated, {} declared equivalent) in {:.1} s",
+        total[1],
+        g.mutants.len(),
+        total[2],
+        started.elapsed().as_secs_f64()
+    );
+    ok && total[1] == counted
 }
 
-fn print_mutant(m: &Mutant, by: &[String]) {
-    if by.is_empty() {
-        println!("  SURVIVED {}: {}", m.id, m.bug);
-    } else {
-        println!("  killed   {}: {} (by {})", m.id, m.bug, by.join(", "));
+fn with_newline(sql: &str) -> String {
+    format!("{sql}\n")
+}
+
+/// The scenarios `dialect` can run, with the model's outcome document as
+/// targets are compared with it under the dialect's profile (as `run`
+/// compares them): a scenario needing a feature the profile declares
+/// absent is left out, and under a non-reference profile the model runs at
+/// its time resolution with its relaxations.
+async fn under_profile(
+    dialect: &Dialect,
+    scenarios: &[LoadedScenario],
+    models: &[ModelRun],
+) -> (Vec<LoadedScenario>, Vec<ModelRun>) {
+    let mut kept = (Vec::new(), Vec::new());
+    for (s, m) in scenarios.iter().zip(models) {
+        if runner::absent_feature(s, dialect, &m.outcome).is_some() {
+            continue;
+        }
+        let yaml = if dialect.profile.is_reference() {
+            m.yaml.clone()
+        } else {
+            runner::model_document(&s.scenario, &dialect.profile).await
+        };
+        kept.0.push(s.clone());
+        kept.1.push(ModelRun { yaml, ..m.clone() });
+    }
+    kept
+}
+
+/// Whether `scenario`'s outcome on `dialect` differs from the model's (a
+/// run that errs differs), compared as `run` compares it.
+async fn differs(server: &Server, dialect: &Dialect, scenario: &LoadedScenario, model: &ModelRun) -> bool {
+    match runner::run_on(server, dialect, scenario).await {
+        Ok(outcome) => runner::compared_document(outcome, &dialect.profile) != model.yaml,
+        Err(_) => true,
     }
 }
 
-/// The scenarios whose outcome on `dialect` differs from the model's, run
+/// The scenarios that run on `target` (a declared divergence has its own
+/// outcome, not the model's), with their model runs.
+fn runnable<'a>(
+    target: Target,
+    scenarios: &'a [LoadedScenario],
+    models: &'a [ModelRun],
+) -> impl Iterator<Item = (&'a LoadedScenario, &'a ModelRun)> {
+    scenarios
+        .iter()
+        .zip(models)
+        .filter(move |(s, _)| !s.scenario.divergence.keys().any(|t| t.as_str() == target.name()))
+}
+
+/// Every scenario whose outcome on `dialect` differs from the model's, run
 /// a few at a time (each in its own namespace).
-async fn killers(
+async fn baseline(
     target: Target,
     server: &Server,
     dialect: &Dialect,
     scenarios: &[LoadedScenario],
     models: &[ModelRun],
 ) -> Vec<String> {
-    let runs = scenarios
-        .iter()
-        .zip(models)
-        .filter(|(s, _)| !s.scenario.divergence.keys().any(|t| t.as_str() == target.name()))
-        .map(|(s, model)| async move {
-            let differs = match runner::run_on(server, dialect, s).await {
-                Ok(outcome) => snapshot::normalize(&outcome.to_yaml()) != model.yaml,
-                Err(_) => true,
-            };
-            differs.then(|| s.name.clone())
-        });
+    let runs = runnable(target, scenarios, models)
+        .map(|(s, model)| async move { differs(server, dialect, s, model).await.then(|| s.name.clone()) });
     stream::iter(runs).buffered(CONCURRENT_RUNS).filter_map(|k| async move { k }).collect().await
+}
+
+/// The corpus order a mutant tries scenarios in: those that killed the
+/// most mutants so far first, so a killed mutant usually stops after one
+/// or two runs. Shared by the mutants in flight on one target.
+struct KillOrder(Mutex<Vec<(usize, usize)>>);
+
+impl KillOrder {
+    fn new(scenarios: usize) -> KillOrder {
+        KillOrder(Mutex::new((0..scenarios).map(|i| (0, i)).collect()))
+    }
+
+    /// Scenario indices, best killers first.
+    fn order(&self) -> Vec<usize> {
+        let mut v = self.0.lock().map(|v| v.clone()).unwrap_or_default();
+        v.sort_by_key(|&(kills, i)| (std::cmp::Reverse(kills), i));
+        v.into_iter().map(|(_, i)| i).collect()
+    }
+
+    fn killed_by(&self, index: usize) {
+        if let Ok(mut v) = self.0.lock()
+            && let Some(entry) = v.iter_mut().find(|(_, i)| *i == index)
+        {
+            entry.0 += 1;
+        }
+    }
+}
+
+/// Whether a mutant of `statement` can change `scenario`'s outcome at all:
+/// a `legacy_` statement runs only on the legacy schema, and a statement
+/// that has a `legacy_` text runs only on the standard one.
+fn uses(statement: &str, scenario: &LoadedScenario) -> bool {
+    let legacy = scenario.scenario.schema == Schema::Legacy;
+    if statement.starts_with("legacy_") {
+        return legacy;
+    }
+    let has_legacy = contract::spec(statement).is_some_and(|s| s.has_legacy);
+    !(legacy && has_legacy)
+}
+
+/// The first scenario whose outcome on `dialect` differs from the model's,
+/// among those that use `statement` (all for a named mutant, `None`),
+/// best killers first; the rest are not run.
+async fn first_killer(
+    target: Target,
+    server: &Server,
+    dialect: Dialect,
+    statement: Option<&str>,
+    scenarios: &[LoadedScenario],
+    models: &[ModelRun],
+    order: &KillOrder,
+) -> Verdict {
+    let skipped = |s: &LoadedScenario| s.scenario.divergence.keys().any(|t| t.as_str() == target.name());
+    for i in order.order() {
+        let (s, model) = (&scenarios[i], &models[i]);
+        if skipped(s) || statement.is_some_and(|name| !uses(name, s)) {
+            continue;
+        }
+        if differs(server, &dialect, s, model).await {
+            order.killed_by(i);
+            return Verdict { killer: Some(s.name.clone()) };
+        }
+    }
+    Verdict { killer: None }
 }

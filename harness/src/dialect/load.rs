@@ -52,7 +52,7 @@ impl Dialect {
         let files = read_files(source, name).map_err(|e| vec![e])?;
         let profile_shown = format!("{name}/{}", profile::FILE_NAME);
         let mut errors = Vec::new();
-        let profile = match read_profile(source, name).map_err(|e| vec![e])? {
+        let profile = match read_extra(source, name, profile::FILE_NAME).map_err(|e| vec![e])? {
             None => None,
             Some(text) => match Profile::parse(&text) {
                 Ok(p) => Some(p),
@@ -242,14 +242,15 @@ fn read_files(source: &Source, name: &str) -> Result<Vec<(String, String)>, Dial
     Ok(files)
 }
 
-/// The text of dialect `name`'s `dialect.toml`, if it has one.
-fn read_profile(source: &Source, name: &str) -> Result<Option<String>, DialectError> {
+/// The text of `file`, a file other than SQL in dialect `name`'s folder
+/// (such as its equivalent-mutant declarations); `None` when absent.
+pub fn read_extra(source: &Source, name: &str, file: &str) -> Result<Option<String>, DialectError> {
     match source {
-        Source::Embedded => Ok(EMBEDDED
-            .get_file(format!("{name}/{}", profile::FILE_NAME))
-            .map(|f| f.contents_utf8().unwrap_or_default().to_owned())),
+        Source::Embedded => {
+            Ok(EMBEDDED.get_file(format!("{name}/{file}")).map(|f| f.contents_utf8().unwrap_or_default().to_owned()))
+        }
         Source::Folder(root) => {
-            let path = root.join(name).join(profile::FILE_NAME);
+            let path = root.join(name).join(file);
             if !path.is_file() {
                 return Ok(None);
             }

@@ -1,0 +1,18 @@
+//! The mutation self-test: known-bad edits to a dialect's SQL that the
+//! corpus must catch. Two sources of mutants: the fourteen named regression
+//! mutants ([`named`]) and mutants generated from each statement's syntax
+//! tree ([`generate`]), which work on SQL reapcheck did not write. Generated
+//! mutants that no scenario can kill are declared, with a reason, in
+//! [`equivalent`].
+
+mod clauses;
+pub mod equivalent;
+mod exprs;
+pub mod generate;
+pub mod named;
+pub mod parse;
+mod walk;
+
+pub use generate::{GeneratedMutant, Generation, Operator, Unparsed, generate};
+pub use named::{MUTANTS, Mutant, MutantError, apply};
+pub use parse::Syntax;
