@@ -317,13 +317,7 @@ fn bindings(call: &Call) -> (&'static str, Vec<(&'static str, Value)>) {
 /// row's extra columns after the contract's are ignored.
 fn check_nulls(columns: &[Column], rows: &[Vec<Value>]) -> Result<(), String> {
     for row in rows {
-        if row.len() < columns.len() {
-            return Err(format!(
-                "a row has {} columns, the contract declares {}: return them first, in its order",
-                row.len(),
-                columns.len()
-            ));
-        }
+        BackendError::check_width(row.len(), columns.len()).map_err(|e| e.to_string())?;
         for (c, v) in columns.iter().zip(row) {
             if !c.nullable && matches!(v, Value::Null(_)) {
                 return Err(format!("column `{}` is NULL but may not be", c.name));

@@ -29,6 +29,20 @@ impl BackendError {
     pub fn new(kind: BackendErrorKind, message: impl Into<String>) -> Self {
         BackendError { kind, message: message.into() }
     }
+
+    /// `Err` when a row has fewer columns than the contract declares
+    /// (columns are read by position; extras after the contract's are
+    /// ignored). `got` and `declared` are column counts.
+    pub fn check_width(got: usize, declared: usize) -> Result<(), BackendError> {
+        if got >= declared {
+            return Ok(());
+        }
+        let message = format!(
+            "a row has {got} columns, the contract declares {declared}: return them first, in its order \
+             (extras after them are ignored)"
+        );
+        Err(BackendError::new(BackendErrorKind::Decode, message))
+    }
 }
 
 impl From<sqlx::Error> for BackendError {

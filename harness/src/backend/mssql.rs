@@ -334,14 +334,7 @@ fn naive_utc(t: Instant) -> Result<NaiveDateTime, BackendError> {
 /// A returned row: the declared columns first, in order; extras after them
 /// are ignored.
 fn decode_row(row: &Row, columns: &[Column]) -> Result<Vec<Value>, BackendError> {
-    if row.len() < columns.len() {
-        let message = format!(
-            "a row has {} columns, the contract declares {}: return them first, in its order (extras after them are ignored)",
-            row.len(),
-            columns.len()
-        );
-        return Err(BackendError::new(BackendErrorKind::Decode, message));
-    }
+    BackendError::check_width(row.len(), columns.len())?;
     row.cells().zip(columns).map(|((_, cell), c)| decode_cell(cell, c)).collect()
 }
 

@@ -233,14 +233,7 @@ fn utc_datetime(t: Instant) -> NaiveDateTime {
 }
 
 fn decode(row: &MySqlRow, columns: &[Column]) -> Result<Vec<Value>, BackendError> {
-    if row.len() < columns.len() {
-        let message = format!(
-            "a row has {} columns, the contract declares {}: return them first, in its order (extras after them are ignored)",
-            row.len(),
-            columns.len()
-        );
-        return Err(BackendError::new(BackendErrorKind::Decode, message));
-    }
+    BackendError::check_width(row.len(), columns.len())?;
     columns.iter().enumerate().map(|(i, c)| decode_column(row, i, c)).collect()
 }
 
