@@ -290,7 +290,7 @@ impl<'a, E: Engine> Driver<'a, E> {
             let n = self.changed(call).await?;
             self.note(format!(
                 "  apply {id}: {}",
-                if n > 0 { "reclaimed" } else { "no longer matches the guard; left alone" }
+                if n > 0 { "reclaimed" } else { "does not match the guard; left alone" }
             ));
             count += n;
             if n > 0 && !matches!(action, ReapAction::Retry { .. }) {

@@ -165,7 +165,8 @@ async fn check_under_profile(
     let label = format!("model under {}'s profile", dialect.name);
     match diff::render(&label, &expected, target.name(), &actual) {
         Some(d) => Verdict::Fail(format!(
-            "{target} disagrees with the model under the profile ({profile}); the snapshot is not compared\n{d}"
+            "{target} disagrees with the model under {}'s profile (dialect.toml); the snapshot is not compared\n{d}",
+            dialect.name
         )),
         None if model.snapshot.is_some() => Verdict::Ok,
         None => Verdict::New,

@@ -85,3 +85,14 @@ fn tinyqueue_passes_the_corpus_on_postgres() {
     let skipped = lease_scenarios();
     assert!(out.lines().last().is_some_and(|l| l.ends_with(&format!(", 0 failed, {skipped} skipped"))), "{out}");
 }
+
+#[test]
+fn explain_says_skipped_for_a_scenario_that_needs_an_absent_feature() {
+    let o = reapcheck(&["explain", "leases/taken-on-claim", "--db", "sqlite", "--dialects", "examples/tinyqueue"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.ends_with("skipped: leases/taken-on-claim on sqlite: sqlite declares no leases (dialect.toml)\n"),
+        "{out}"
+    );
+}

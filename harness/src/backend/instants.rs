@@ -57,6 +57,13 @@ impl std::fmt::Display for InstantEncoding {
 }
 
 impl InstantEncoding {
+    /// Microseconds in one stored unit of an epoch encoding that drops
+    /// precision (seconds: 1 000 000, milliseconds: 1 000); `None` for the
+    /// encodings that keep microseconds.
+    pub fn whole_unit_micros(self) -> Option<i64> {
+        self.micros_per_unit().filter(|unit| *unit > 1)
+    }
+
     /// Microseconds in one unit of an epoch encoding; `None` for the
     /// date-time encodings.
     fn micros_per_unit(self) -> Option<i64> {

@@ -81,6 +81,10 @@ pub fn explain(args: ExplainArgs) -> ExitCode {
         print!("{}", outcome.to_yaml());
         return ExitCode::SUCCESS;
     };
+    if let Some(reason) = runner::absent_feature(&loaded, &dialect, &outcome) {
+        println!("skipped: {} on {target}: {reason}", loaded.name);
+        return ExitCode::SUCCESS;
+    }
     runtime.block_on(async {
         let (server, _container) = match reach::reach(target).await {
             Reach::Ready(server, keep) => (server, keep),

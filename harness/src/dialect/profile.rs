@@ -113,6 +113,15 @@ impl Profile {
             profile.time_resolution = k.value;
         }
         if let Some(k) = file.features {
+            let mut seen = BTreeSet::new();
+            if let Some(twice) = k.value.iter().find(|f| !seen.insert(**f)) {
+                let (line, column) = line_column(text, k.reason.span().start);
+                return Err(ProfileError {
+                    line,
+                    column,
+                    message: format!("`features` names `{twice}` twice: name each feature the queue has once"),
+                });
+            }
             let names: Vec<&str> = k.value.iter().map(|f| f.as_str()).collect();
             note("features", format!("[{}]", names.join(", ")), &k.reason)?;
             profile.features = k.value.into_iter().collect();
@@ -129,9 +138,24 @@ impl Profile {
             note("hook_order", value.to_owned(), &k.reason)?;
             profile.hook_order = k.value;
         }
+        let file_instants_reason = file.instants.as_ref().map(|k| k.reason.span().start);
         if let Some(k) = file.instants {
             note("instants", k.value.to_string(), &k.reason)?;
             profile.instants = k.value;
+        }
+        if let Some(step) = profile.instants.whole_unit_micros()
+            && profile.time_resolution.micros() < step
+        {
+            let at = file_instants_reason.map_or((1, 1), |start| line_column(text, start));
+            return Err(ProfileError {
+                line: at.0,
+                column: at.1,
+                message: format!(
+                    "`instants = {}` stores whole units, but `time_resolution` is {}: declare `time_resolution` \
+                     of at least one unit (`1s` for epoch_seconds, `1ms` for epoch_millis)",
+                    profile.instants, profile.time_resolution
+                ),
+            });
         }
         profile.declared = declared;
         Ok(profile)
@@ -266,6 +290,21 @@ mod tests {
         assert_eq!(p.to_string(), "instants = naive_utc (timestamp columns)");
         let e = error("instants = { value = \"epoch_hours\", reason = \"x\" }\n");
         assert!(e.message.contains("unknown variant `epoch_hours`"), "{e}");
+    }
+
+    #[test]
+    fn an_epoch_encoding_finer_than_the_resolution_and_a_repeated_feature_are_errors() {
+        let e = error("instants = { value = \"epoch_seconds\", reason = \"INTEGER seconds\" }\n");
+        assert_eq!(e.line, 1, "{e}");
+        assert!(e.message.contains("declare `time_resolution` of at least one unit"), "{e}");
+        let ok = "time_resolution = { value = \"1s\", reason = \"s\" }\n\
+                  instants = { value = \"epoch_seconds\", reason = \"INTEGER seconds\" }\n";
+        assert!(Profile::parse(ok).is_ok());
+        let ms = "time_resolution = { value = \"1ms\", reason = \"ms\" }\n\
+                  instants = { value = \"epoch_millis\", reason = \"INTEGER ms\" }\n";
+        assert!(Profile::parse(ms).is_ok());
+        let e = error("features = { value = [\"legacy\", \"legacy\"], reason = \"x\" }\n");
+        assert!(e.message.contains("names `legacy` twice"), "{e}");
     }
 
     #[test]

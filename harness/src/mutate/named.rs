@@ -160,7 +160,16 @@ pub fn apply(dialect: &Dialect, mutant: &Mutant) -> Result<Dialect, MutantError>
     };
     let mut mutated = dialect.clone();
     for &name in mutant.statements {
-        let statement = dialect.statement(name, crate::scenario::Schema::Standard);
+        // A statement of a feature the dialect's profile declares absent is
+        // not there to edit: the mutant does not apply.
+        let Some(statement) = dialect.find(name, crate::scenario::Schema::Standard) else {
+            return Err(MutantError {
+                mutant: mutant.id,
+                dialect: dialect.name.clone(),
+                statement: name,
+                origin: "not defined: its feature is declared absent".to_owned(),
+            });
+        };
         let edited = pattern.replace_all(&statement.sql, mutant.replacement);
         if edited == statement.sql {
             return Err(MutantError {
@@ -193,6 +202,16 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_mutant_of_a_statement_whose_feature_is_absent_does_not_apply() {
+        let ports = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ports/no-leases");
+        let dialect = Dialect::load(&Source::Folder(ports), "sqlite").unwrap();
+        let m = MUTANTS.iter().find(|m| m.id == "takeover-ignores-expiry").unwrap();
+        let e = apply(&dialect, m).unwrap_err();
+        assert_eq!(e.statement, "lease_takeover");
+        assert!(e.to_string().contains("not defined: its feature is declared absent"), "{e}");
     }
 
     #[test]
