@@ -39,6 +39,9 @@ pub struct Coverage {
     /// Scenarios the target skipped (a feature the dialect's profile
     /// declares absent): the statements they would run are not judged.
     pub skipped: usize,
+    /// Scenarios that failed on the target: a run that stopped early may
+    /// not have reached the statements after its failure.
+    pub failed: usize,
     /// Every statement the dialect defines, by its name in the files.
     pub statements: BTreeMap<String, StatementCount>,
 }
@@ -54,7 +57,14 @@ impl Coverage {
                 (s.name.clone(), StatementCount { counts_rows, ..StatementCount::default() })
             })
             .collect();
-        Coverage { target: target.to_owned(), dialect: dialect.name.clone(), scenarios: 0, skipped: 0, statements }
+        Coverage {
+            target: target.to_owned(),
+            dialect: dialect.name.clone(),
+            scenarios: 0,
+            skipped: 0,
+            failed: 0,
+            statements,
+        }
     }
 
     /// Adds one scenario's statement log. Read-backs made only for a trace
@@ -87,10 +97,24 @@ impl Coverage {
         self.skipped += 1;
     }
 
+    /// Counts a scenario that failed on the target (its statements are
+    /// added with [`Coverage::add`] too).
+    pub fn add_failed(&mut self) {
+        self.failed += 1;
+    }
+
     /// Why this coverage cannot fail a run, if it cannot: skipped scenarios
-    /// may be the only ones that run a statement, so a shortfall is then
-    /// reported, not judged.
+    /// may be the only ones that run a statement, and failed ones may have
+    /// stopped before it, so a shortfall is then reported, not judged.
     pub fn not_judged(&self) -> Option<String> {
+        if self.failed > 0 {
+            return Some(format!(
+                "{} scenario{} failed on {} (fix those first)",
+                self.failed,
+                if self.failed == 1 { "" } else { "s" },
+                self.target
+            ));
+        }
         (self.skipped > 0).then(|| {
             format!(
                 "{} scenario{} skipped on {} (features its profile declares absent)",
@@ -166,6 +190,9 @@ mod tests {
         assert!(c.table().contains("reap_retry"));
         assert!(c.statements["legacy_reap_fail"].counts_rows, "known from the contract, executed or not");
         assert_eq!(c.not_judged(), None);
+        let mut failing = c.clone();
+        failing.add_failed();
+        assert_eq!(failing.not_judged().as_deref(), Some("1 scenario failed on sqlite (fix those first)"));
         c.add_skipped();
         assert_eq!(
             c.not_judged().as_deref(),

@@ -347,6 +347,12 @@ fn mutate_lists_unparsable_statements_and_rejects_a_stale_equivalence() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("error: sqlite/equivalent-mutants.yaml:"), "{err}");
     assert!(err.contains("`read_jobs: drop ORDER BY` was declared for another text of `read_jobs`"), "{err}");
+    // --list is how the new id and hash are found: it warns and still lists.
+    let o = reapcheck(&["mutate", "--db", "sqlite", "--dialects", &dialects, "--list"]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert!(o.status.success(), "{out}{err}");
+    assert!(err.contains("warning: sqlite/equivalent-mutants.yaml:"), "{err}");
+    assert!(out.contains("read_jobs: drop ORDER BY"), "{out}");
 }
 
 #[test]
@@ -522,4 +528,29 @@ fn explain_by_name_interleaves_the_models_reasoning_with_the_targets_sql() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("scenarios (grace/"), "{}", stderr(&o));
     assert!(stderr(&o).contains("give the whole name"), "{}", stderr(&o));
+}
+
+#[cfg(unix)]
+#[test]
+fn a_closed_pipe_ends_the_run_quietly_without_a_panic() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_reapcheck"))
+        .args(["run"])
+        .current_dir(root())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let mut first = [0u8; 16];
+    child.stdout.take().expect("piped").read_exact(&mut first).expect("some output");
+    // The reader goes away, as `head -1` does.
+    let o = child.wait_with_output().expect("it ends");
+    assert_eq!(o.status.signal(), Some(libc_sigpipe()), "{o:?}");
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("panicked"), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+#[cfg(unix)]
+fn libc_sigpipe() -> i32 {
+    13
 }

@@ -362,3 +362,43 @@ fn each_fault_edit_stays_inside_its_statement() {
     let edit = Edit { dialect: "d", file: "f", statement: "a", pattern: r"(?s)SELECT.*", replacement: "Z\n" };
     assert_eq!(apply(text, &edit), "-- name: a\nZ\n-- name: b\nSELECT x FROM t\n");
 }
+
+#[test]
+fn a_queue_filter_that_matches_parts_of_names_is_caught() {
+    // The substring test a hand-written filter often is, on SQLite.
+    let edits = [Edit {
+        dialect: "sqlite",
+        file: "reaper.sql",
+        statement: "reap_scan",
+        pattern: r"instr\(',' \|\| :queues \|\| ',', ',' \|\| queue \|\| ','\) > 0",
+        replacement: "instr(:queues, queue) > 0",
+    }];
+    let copy = Copy::new("substring-queues", &edits);
+    assert_caught(&copy, "sqlite", None, &["windows/"], &["windows/queue-name-inside-another"]);
+}
+
+#[test]
+fn a_scan_floor_on_a_clock_truncated_to_the_second_is_caught() {
+    // MariaDB's CAST(... AS DATETIME) drops the fraction before the 30 s
+    // are subtracted; SQLite's integer division by a million does the same.
+    let edits = [
+        Edit {
+            dialect: "mysql",
+            file: "reaper.sql",
+            statement: "reap_scan",
+            pattern: r"CAST\(:now AS DATETIME\(6\)\) - INTERVAL 30 SECOND",
+            replacement: "CAST(:now AS DATETIME) - INTERVAL 30 SECOND",
+        },
+        Edit {
+            dialect: "sqlite",
+            file: "reaper.sql",
+            statement: "reap_scan",
+            pattern: r":now - 30000000",
+            replacement: "(:now / 1000000) * 1000000 - 30000000",
+        },
+    ];
+    let copy = Copy::new("truncated-floor", &edits);
+    for (target, url) in targets().into_iter().filter(|(t, _)| *t != "postgres") {
+        assert_caught(&copy, target, url.as_ref(), &["boundaries/"], &["boundaries/fractional-clock-scan-floor"]);
+    }
+}

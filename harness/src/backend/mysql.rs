@@ -258,9 +258,15 @@ fn decode_column(row: &MySqlRow, i: usize, column: &Column) -> Result<Value, Bac
             Some(text) => Value::Int(numeric::integral_decimal_text(&text).map_err(wrong)?),
         },
         Kind::Int => row.try_get::<Option<i64>, _>(i)?.map_or(null, Value::Int),
-        Kind::Instant => row
+        // A TIMESTAMP is read as the server shows it in the session zone,
+        // taken as UTC like a DATETIME (docs/decode-types.md).
+        Kind::Instant if server_type == "TIMESTAMP" => row
+            .try_get::<Option<chrono::DateTime<chrono::Utc>>, _>(i)?
+            .map_or(null, |t| Value::Instant(Instant::from_chrono(t))),
+        Kind::Instant if server_type == "DATETIME" || server_type == "NULL" => row
             .try_get::<Option<NaiveDateTime>, _>(i)?
             .map_or(null, |n| Value::Instant(Instant::from_chrono(n.and_utc()))),
+        Kind::Instant => return Err(wrong("an instant must be a DATETIME or TIMESTAMP column".to_owned())),
     })
 }
 
@@ -430,6 +436,23 @@ mod tests {
     fn declared(kinds: &[Kind]) -> Vec<Column> {
         const NAMES: [&str; 8] = ["c0", "c1", "c2", "c3", "c4", "c5", "c6", "c7"];
         kinds.iter().zip(NAMES).map(|(kind, name)| Column { name, kind: *kind, nullable: true }).collect()
+    }
+
+    #[cfg_attr(not(live_mariadb), ignore = "REAPCHECK_MARIADB_URL was not set when the tests were built")]
+    #[tokio::test]
+    async fn a_timestamp_column_decodes_as_utc_and_a_text_column_is_refused_by_name() {
+        let Some(url) = live_url() else { return };
+        let mut conn = server(&url).await.open().await.expect("open");
+        // Test probes: a TIMESTAMP(6) column of a port's table (the session
+        // zone is UTC on a new connection), and a column of the wrong type.
+        conn.execute("CREATE TEMPORARY TABLE rc_probe_ts (t TIMESTAMP(6) NULL)", &[]).await.expect("created");
+        conn.execute("INSERT INTO rc_probe_ts VALUES ('2026-03-29 01:00:10.000001')", &[]).await.expect("inserted");
+        let rows = conn.query("SELECT t FROM rc_probe_ts", &[], &declared(&[Kind::Instant])).await.expect("decodes");
+        let t = Instant::parse_rfc3339("2026-03-29T01:00:10.000001Z").expect("an instant");
+        assert_eq!(rows, vec![vec![Value::Instant(t)]]);
+        let e = conn.query("SELECT 'soon'", &[], &declared(&[Kind::Instant])).await.unwrap_err();
+        assert!(e.message.contains("column `c0`") && e.message.contains("DATETIME or TIMESTAMP"), "{e}");
+        conn.close().await;
     }
 
     #[cfg_attr(not(live_mariadb), ignore = "REAPCHECK_MARIADB_URL was not set when the tests were built")]

@@ -83,7 +83,7 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
     let mut plans = Vec::new();
     let mut invalid: Vec<String> = Vec::new();
     for d in dialects {
-        match plan(&args.inputs, d) {
+        match plan(&args.inputs, d, args.list) {
             Ok(p) => plans.push(p),
             Err(errors) => invalid.extend(errors),
         }
@@ -131,8 +131,10 @@ fn list(plan: &Plan) {
 }
 
 /// Applies the named mutants, generates the others and reads the
-/// dialect's equivalence declarations.
-fn plan(inputs: &Inputs, dialect: Dialect) -> Result<Plan, Vec<String>> {
+/// dialect's equivalence declarations. For `--list` (`listing`), a stale
+/// declaration is a warning, since the listing is how its new id and hash
+/// are found.
+fn plan(inputs: &Inputs, dialect: Dialect, listing: bool) -> Result<Plan, Vec<String>> {
     let mut named = Vec::new();
     let mut not_applicable = Vec::new();
     for m in MUTANTS {
@@ -144,9 +146,19 @@ fn plan(inputs: &Inputs, dialect: Dialect) -> Result<Plan, Vec<String>> {
     let generation = generate(&dialect, Syntax::for_dialect(&dialect.name));
     let file = format!("{}/{}", dialect.name, equivalent::FILE);
     let text = read_extra(&inputs.source(), &dialect.name, equivalent::FILE).map_err(|e| vec![e.to_string()])?;
-    let equivalent =
-        equivalent::check(&file, text.as_deref().unwrap_or_default(), &generation.mutants, &generation.unparsed)
-            .map_err(|errors| errors.iter().map(EquivalentError::to_string).collect::<Vec<_>>())?;
+    let equivalent = match equivalent::check(
+        &file,
+        text.as_deref().unwrap_or_default(),
+        &generation.mutants,
+        &generation.unparsed,
+    ) {
+        Ok(declared) => declared,
+        Err(errors) if listing => {
+            errors.iter().for_each(|e| eprintln!("warning: {e}"));
+            Default::default()
+        }
+        Err(errors) => return Err(errors.iter().map(EquivalentError::to_string).collect()),
+    };
     Ok(Plan { dialect, named, not_applicable, generation, equivalent })
 }
 
@@ -260,9 +272,19 @@ async fn mutate_target(target: Target, plan: &Plan, scenarios: &[LoadedScenario]
     }
     let counted = total[0] - total[2];
     let score = (total[1] * 100).checked_div(counted).unwrap_or(100);
+    let unparsed = match g.unparsed.len() {
+        0 => String::new(),
+        n => format!(
+            "; {n} statement{} not mutated: the parser cannot read {}",
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "it" } else { "them" }
+        ),
+    };
     println!(
-        "{target}: mutation score {score}% ({}/{counted} killed; {} generated, {} declared equivalent) in {:.1} s",
+        "{target}: mutation score {score}% ({}/{counted} killed, the {} named counted; {} generated, {} declared \
+         equivalent{unparsed}) in {:.1} s",
         total[1],
+        plan.named.len(),
         g.mutants.len(),
         total[2],
         started.elapsed().as_secs_f64()

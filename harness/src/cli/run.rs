@@ -245,6 +245,10 @@ async fn run_all(
             }
             match record.verdict {
                 Verdict::Skipped(_) => coverage.add_skipped(),
+                Verdict::Fail(_) => {
+                    coverage.add(&log);
+                    coverage.add_failed();
+                }
                 _ => coverage.add(&log),
             }
             records.push(record);
