@@ -72,7 +72,10 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
             return ExitCode::from(EXIT_INVALID);
         }
     };
-    let names: Vec<&str> = targets.iter().map(|t| t.dialect()).collect();
+    // mysql and mariadb share a dialect: plan (and list) it once.
+    let mut names: Vec<&str> = targets.iter().map(|t| t.dialect()).collect();
+    names.sort_unstable();
+    names.dedup();
     let dialects = match args.inputs.dialects(&names) {
         Ok(d) => d,
         Err(errors) => {
