@@ -4,9 +4,9 @@
 //! the contract's declared columns.
 
 use crate::backend::{BackendError, Connection};
-use crate::dialect::Dialect;
 use crate::dialect::contract::{self, Column, NAMESPACE_MARKER, Shape};
 use crate::dialect::text::{self, Prepared};
+use crate::dialect::{Dialect, Statement};
 use crate::engine::{Call, Candidate, Engine, EngineError, EngineErrorKind, JobState, LeaseRow, Phase, Reply, Value};
 use crate::feature::Feature;
 use crate::outcome::{LastError, Status};
@@ -51,10 +51,21 @@ impl<'a> SqlEngine<'a> {
         let style = self.conn.placeholders();
         match spec.shape {
             Shape::Script => {
+                let mut cursor = 0;
                 for command in text::commands_in(&statement.sql, self.conn.grammar()) {
+                    let start = statement.sql[cursor..].find(command.trim_start()).map(|i| cursor + i);
+                    if let Some(start) = start {
+                        cursor = start + command.trim_start().len();
+                    }
                     let prepared = text::prepare(&command, style);
                     let values = values_for(&prepared, &params);
-                    self.conn.execute(&prepared.sql, &values).await.map_err(|e| failed(name, e))?;
+                    self.conn.execute(&prepared.sql, &values).await.map_err(|mut e| {
+                        if let Some(start) = start {
+                            e.message =
+                                format!("{} (in the command at {})", e.message, command_origin(statement, start));
+                        }
+                        failed(name, e)
+                    })?;
                 }
                 Ok((Returned::Done, Reply::Done))
             }
@@ -127,6 +138,17 @@ impl<'a> SqlEngine<'a> {
         result?;
         self.clock = Some(now);
         Ok(())
+    }
+}
+
+/// `<dialect>/<file>:<line>` of the script command that starts `offset`
+/// bytes into `statement`'s SQL, which begins on the line after its
+/// `-- name:` marker (the line its origin names).
+fn command_origin(statement: &Statement, offset: usize) -> String {
+    let lines_before = statement.sql[..offset.min(statement.sql.len())].matches('\n').count();
+    match statement.origin.rsplit_once(':').and_then(|(file, line)| Some((file, line.parse::<usize>().ok()?))) {
+        Some((file, marker)) => format!("{file}:{}", marker + 1 + lines_before),
+        None => statement.origin.clone(),
     }
 }
 

@@ -554,3 +554,20 @@ fn a_closed_pipe_ends_the_run_quietly_without_a_panic() {
 fn libc_sigpipe() -> i32 {
     13
 }
+
+#[test]
+fn a_failing_command_inside_a_script_is_named_by_its_own_line() {
+    let scratch = Scratch::new("script-line");
+    let index = "CREATE INDEX jobs_reap ON jobs (status, queue);";
+    let text = std::fs::read_to_string(root().join("dialects/sqlite/schema.sql")).unwrap();
+    let line = text.lines().position(|l| l == index).expect("the schema creates its index") + 1;
+    // Only the first (standard) schema's index is broken.
+    let dialects = mutated_sqlite(&scratch, "schema.sql", "", "");
+    let path = scratch.0.join("dialects/sqlite/schema.sql");
+    let broken = text.replacen(index, "CREATE INDEX jobs_reap ON no_such_table (status, queue);", 1);
+    std::fs::write(&path, broken).unwrap();
+    let o = reapcheck(&["run", "--dialects", &dialects, "--exact", "grace/recent-beat"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains(&format!("no_such_table (in the command at sqlite/schema.sql:{line})")), "{out}");
+}
