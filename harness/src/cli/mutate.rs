@@ -11,10 +11,11 @@ use std::time::Instant;
 use futures_util::{StreamExt, stream};
 
 use reapcheck::backend::Server;
+use reapcheck::dialect::text::Grammar;
 use reapcheck::dialect::{Dialect, contract, read_extra};
 use reapcheck::diff;
 use reapcheck::mutate::equivalent::{self, EquivalentError};
-use reapcheck::mutate::{Generation, MUTANTS, Mutant, MutantError, Operator, Syntax, apply, generate};
+use reapcheck::mutate::{Generation, MUTANTS, Mutant, MutantError, Operator, apply, generate};
 use reapcheck::reach::{self, Reach};
 use reapcheck::runner::{self, ModelRun};
 use reapcheck::scenario::{LoadedScenario, Schema};
@@ -146,7 +147,7 @@ fn plan(inputs: &Inputs, dialect: Dialect, listing: bool) -> Result<Plan, Vec<St
             Err(e) => not_applicable.push(e),
         }
     }
-    let generation = generate(&dialect, Syntax::for_dialect(&dialect.name));
+    let generation = generate(&dialect, Grammar::for_dialect(&dialect.name));
     let file = format!("{}/{}", dialect.name, equivalent::FILE);
     let text = read_extra(&inputs.source(), &dialect.name, equivalent::FILE).map_err(|e| vec![e.to_string()])?;
     let equivalent = match equivalent::check(

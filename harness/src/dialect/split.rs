@@ -42,7 +42,22 @@ pub enum Grammar {
 }
 
 impl Grammar {
-    fn dialect(self) -> Box<dyn Dialect> {
+    /// The grammar of dialect folder `name` (a target's `Target::dialect()`):
+    /// `sqlite`, `postgres` and `cockroach`, `mysql`, `mssql`; any other
+    /// name is read with the generic grammar.
+    pub fn for_dialect(name: &str) -> Grammar {
+        match name {
+            "sqlite" => Grammar::Sqlite,
+            "postgres" | "cockroach" => Grammar::Postgres,
+            "mysql" => Grammar::MySql,
+            "mssql" => Grammar::MsSql,
+            _ => Grammar::Generic,
+        }
+    }
+
+    /// sqlparser's dialect for this grammar: its tokenizer splits scripts,
+    /// its parser reads statements for mutation.
+    pub fn sqlparser(self) -> Box<dyn Dialect> {
         match self {
             Grammar::Sqlite => Box::new(SQLiteDialect {}),
             Grammar::Postgres => Box::new(PostgreSqlDialect {}),
@@ -59,7 +74,7 @@ impl Grammar {
 /// as one command, so that the database, not the splitter, reports the
 /// mistake with its own message.
 pub fn split(sql: &str, grammar: Grammar) -> Vec<String> {
-    let dialect = grammar.dialect();
+    let dialect = grammar.sqlparser();
     let Ok(tokens) = Tokenizer::new(dialect.as_ref(), sql).tokenize_with_location() else {
         return if sql.trim().is_empty() { Vec::new() } else { vec![sql.trim().to_owned()] };
     };

@@ -9,8 +9,9 @@ use sqlparser::ast::{
 };
 
 use super::generate::Operator;
-use super::parse::Syntax;
+use super::parse::limits_with_top;
 use super::walk::{Node, Seen};
+use crate::dialect::text::Grammar;
 
 /// A mutated statement: its operator, what was done in words, the tree.
 pub type Edited = (Operator, String, Ast);
@@ -82,7 +83,7 @@ pub fn propose(seen: Seen<'_>) -> Vec<Proposal> {
 /// Whole-statement edits: the `WHERE` conjuncts of an `UPDATE` or `DELETE`
 /// dropped, a row limit appended to a query, each `SET` assignment dropped
 /// (when more than one: none left is not SQL), and parameters swapped.
-pub fn edits(ast: &Ast, syntax: Syntax) -> Vec<Edited> {
+pub fn edits(ast: &Ast, syntax: Grammar) -> Vec<Edited> {
     let mut out = Vec::new();
     let selection = match ast {
         Ast::Update(u) => u.selection.as_ref(),
@@ -118,14 +119,14 @@ pub fn edits(ast: &Ast, syntax: Syntax) -> Vec<Edited> {
 
 /// The query with `LIMIT n` (SQL Server: `TOP n`) for each of [`LIMITS`],
 /// unless it already has a limit.
-fn limits(q: &sqlparser::ast::Query, syntax: Syntax) -> Vec<Edited> {
+fn limits(q: &sqlparser::ast::Query, syntax: Grammar) -> Vec<Edited> {
     if q.limit_clause.is_some() || q.fetch.is_some() {
         return Vec::new();
     }
     let mut out = Vec::new();
     for n in LIMITS {
         let mut new = q.clone();
-        if syntax.limits_with_top() {
+        if limits_with_top(syntax) {
             let sqlparser::ast::SetExpr::Select(s) = new.body.as_mut() else { continue };
             if s.top.is_some() {
                 continue;
@@ -136,7 +137,7 @@ fn limits(q: &sqlparser::ast::Query, syntax: Syntax) -> Vec<Edited> {
             new.limit_clause =
                 Some(LimitClause::LimitOffset { limit: Some(limit), offset: None, limit_by: Vec::new() });
         }
-        let shown = if syntax.limits_with_top() { format!("add TOP {n}") } else { format!("append LIMIT {n}") };
+        let shown = if limits_with_top(syntax) { format!("add TOP {n}") } else { format!("append LIMIT {n}") };
         out.push((Operator::AppendLimit, shown, Ast::Query(Box::new(new))));
     }
     out
@@ -225,7 +226,7 @@ mod tests {
     use crate::mutate::parse::parse;
     use crate::mutate::walk::{edit, sites};
 
-    fn all(sql: &str, syntax: Syntax) -> Vec<(String, String)> {
+    fn all(sql: &str, syntax: Grammar) -> Vec<(String, String)> {
         let ast = parse(sql, syntax).unwrap();
         let mut out: Vec<(String, String)> =
             sites(&ast, propose).iter().map(|s| (s.value.1.clone(), edit(&ast, s).to_string())).collect();
@@ -235,7 +236,7 @@ mod tests {
 
     #[test]
     fn each_update_conjunct_and_assignment_is_dropped_and_like_parameters_swapped() {
-        let m = all("UPDATE t SET a = :now, b = 1 WHERE id = :id AND x < :cutoff AND y = 2", Syntax::Sqlite);
+        let m = all("UPDATE t SET a = :now, b = 1 WHERE id = :id AND x < :cutoff AND y = 2", Grammar::Sqlite);
         let find = |d: &str| m.iter().find(|(x, _)| x == d).map(|(_, s)| s.as_str());
         assert_eq!(
             find("drop WHERE conjunct 2 `x < :cutoff`"),
@@ -254,12 +255,12 @@ mod tests {
 
     #[test]
     fn queries_lose_order_by_and_gain_a_limit_in_the_dialects_spelling() {
-        let m = all("SELECT a FROM t WHERE x = 1 ORDER BY a", Syntax::Postgres);
+        let m = all("SELECT a FROM t WHERE x = 1 ORDER BY a", Grammar::Postgres);
         let find = |d: &str| m.iter().find(|(x, _)| x == d).map(|(_, s)| s.as_str());
         assert_eq!(find("drop ORDER BY"), Some("SELECT a FROM t WHERE x = 1"));
         assert_eq!(find("append LIMIT 10"), Some("SELECT a FROM t WHERE x = 1 ORDER BY a LIMIT 10"));
         assert_eq!(find("drop WHERE conjunct 1 `x = 1` of `SELECT ... FROM t`"), Some("SELECT a FROM t ORDER BY a"));
-        let ms = all("SELECT a FROM t ORDER BY a", Syntax::MsSql);
+        let ms = all("SELECT a FROM t ORDER BY a", Grammar::MsSql);
         assert!(ms.iter().any(|(d, s)| d == "add TOP 1" && s == "SELECT TOP 1 a FROM t ORDER BY a"), "{ms:?}");
     }
 }

@@ -9,14 +9,15 @@ use sqlparser::ast::{
 use sqlparser::tokenizer::Span;
 
 use super::generate::Operator;
-use super::parse::Syntax;
+use super::parse::greatest_least;
 use super::walk::{Node, Seen};
+use crate::dialect::text::Grammar;
 
 /// A proposed replacement: its operator, what it does in words, the node.
 pub type Proposal = ((Operator, String), Node);
 
 /// Every expression replacement proposed for the node `seen`.
-pub fn propose(seen: Seen<'_>, syntax: Syntax) -> Vec<Proposal> {
+pub fn propose(seen: Seen<'_>, syntax: Grammar) -> Vec<Proposal> {
     let Seen::Expr(e) = seen else { return Vec::new() };
     let mut out = comparison(e);
     out.extend(coalesce(e, syntax));
@@ -67,7 +68,7 @@ fn coalesce_args(e: &Expr) -> Option<(&Expr, &Expr)> {
 
 /// `COALESCE(a, b)` (or its spelling) becomes `COALESCE(b, a)`, `a`, `b`,
 /// the greater and the lesser of `a` and `b` in the dialect's spelling.
-fn coalesce(e: &Expr, syntax: Syntax) -> Vec<Proposal> {
+fn coalesce(e: &Expr, syntax: Grammar) -> Vec<Proposal> {
     let Some((a, b)) = coalesce_args(e) else { return Vec::new() };
     let Expr::Function(f) = e else { return Vec::new() };
     let call = |name: Option<&str>, first: &Expr, second: &Expr| {
@@ -83,7 +84,7 @@ fn coalesce(e: &Expr, syntax: Syntax) -> Vec<Proposal> {
         }
         Expr::Function(g)
     };
-    let (greatest, least) = syntax.greatest_least();
+    let (greatest, least) = greatest_least(syntax);
     let news = [
         call(None, b, a),
         Expr::Nested(Box::new(a.clone())),
@@ -177,7 +178,7 @@ mod tests {
     use crate::mutate::parse::parse;
     use crate::mutate::walk::{edit, sites};
 
-    fn mutants(sql: &str, syntax: Syntax) -> Vec<(String, String)> {
+    fn mutants(sql: &str, syntax: Grammar) -> Vec<(String, String)> {
         let ast = parse(sql, syntax).unwrap();
         sites(&ast, |seen| propose(seen, syntax))
             .iter()
@@ -187,7 +188,7 @@ mod tests {
 
     #[test]
     fn comparisons_move_their_bound_and_turn_around() {
-        let m = mutants("SELECT a FROM t WHERE x < :cutoff", Syntax::Sqlite);
+        let m = mutants("SELECT a FROM t WHERE x < :cutoff", Grammar::Sqlite);
         let sql: Vec<&str> = m.iter().map(|(_, s)| s.as_str()).collect();
         assert_eq!(sql, ["SELECT a FROM t WHERE x <= :cutoff", "SELECT a FROM t WHERE x > :cutoff"]);
         assert_eq!(m[0].0, "replace < with <= in `x < :cutoff`");
@@ -195,7 +196,7 @@ mod tests {
 
     #[test]
     fn coalesce_and_its_spellings_are_swapped_split_and_bounded() {
-        let m = mutants("SELECT IFNULL(h, u) FROM t", Syntax::Sqlite);
+        let m = mutants("SELECT IFNULL(h, u) FROM t", Grammar::Sqlite);
         let sql: Vec<&str> = m.iter().map(|(_, s)| s.as_str()).collect();
         assert_eq!(
             sql,
@@ -207,24 +208,24 @@ mod tests {
                 "SELECT min(h, u) FROM t"
             ]
         );
-        let pg = mutants("SELECT COALESCE(h, u) FROM t", Syntax::Postgres);
+        let pg = mutants("SELECT COALESCE(h, u) FROM t", Grammar::Postgres);
         assert!(pg.iter().any(|(_, s)| s == "SELECT GREATEST(h, u) FROM t"), "{pg:?}");
-        assert!(mutants("SELECT COALESCE(a, b, c) FROM t", Syntax::Postgres).is_empty());
+        assert!(mutants("SELECT COALESCE(a, b, c) FROM t", Grammar::Postgres).is_empty());
     }
 
     #[test]
     fn null_checks_flip_and_constants_move_by_one_and_to_zero() {
-        let m = mutants("SELECT a FROM t WHERE h IS NULL", Syntax::Sqlite);
+        let m = mutants("SELECT a FROM t WHERE h IS NULL", Grammar::Sqlite);
         assert_eq!(m[0].1, "SELECT a FROM t WHERE h IS NOT NULL");
-        let m = mutants("SELECT a - 30 FROM t", Syntax::Sqlite);
+        let m = mutants("SELECT a - 30 FROM t", Grammar::Sqlite);
         let sql: Vec<&str> = m.iter().map(|(_, s)| s.as_str()).collect();
         assert_eq!(sql, ["SELECT a - 31 FROM t", "SELECT a - 29 FROM t", "SELECT a - 0 FROM t"]);
-        let m = mutants("SELECT a - 1 FROM t", Syntax::Sqlite);
+        let m = mutants("SELECT a - 1 FROM t", Grammar::Sqlite);
         assert_eq!(m.len(), 2, "1 - 1 and 0 are one mutant: {m:?}");
-        let m = mutants("SELECT :now - interval '30 seconds'", Syntax::Postgres);
+        let m = mutants("SELECT :now - interval '30 seconds'", Grammar::Postgres);
         assert_eq!(m[0].1, "SELECT :now - INTERVAL '31 seconds'");
         assert_eq!(m[2].0, "replace interval '30 seconds' with '0 seconds' at 1:24");
-        let m = mutants("SELECT 1,\n  1", Syntax::Sqlite);
+        let m = mutants("SELECT 1,\n  1", Grammar::Sqlite);
         assert_eq!(m[0].0, "replace constant 1 with 2 at 1:8");
         assert_eq!(m[2].0, "replace constant 1 with 2 at 2:3");
     }

@@ -5,10 +5,11 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
-use super::parse::{Syntax, parse};
+use super::parse::parse;
 use super::walk::{edit, sites};
 use super::{clauses, exprs};
 use crate::dialect::contract::{self, Shape};
+use crate::dialect::text::Grammar;
 use crate::dialect::{Dialect, Statement};
 
 /// The operator a generated mutant comes from.
@@ -124,7 +125,7 @@ impl GeneratedMutant {
 
 /// Generates the mutants of every Update and Query statement of `dialect`,
 /// read in `syntax`.
-pub fn generate(dialect: &Dialect, syntax: Syntax) -> Generation {
+pub fn generate(dialect: &Dialect, syntax: Grammar) -> Generation {
     let mut round_trip = dialect.clone();
     let mut mutants = Vec::new();
     let mut unparsed = Vec::new();
@@ -149,7 +150,7 @@ pub fn generate(dialect: &Dialect, syntax: Syntax) -> Generation {
 
 /// The mutants of one parsed statement, without duplicates (two edits that
 /// print the same SQL are one mutant) and without edits that change nothing.
-fn of_statement(s: &Statement, ast: &sqlparser::ast::Statement, before: &str, syntax: Syntax) -> Vec<GeneratedMutant> {
+fn of_statement(s: &Statement, ast: &sqlparser::ast::Statement, before: &str, syntax: Grammar) -> Vec<GeneratedMutant> {
     let mut edited: Vec<(Operator, String, String)> = Vec::new();
     for site in sites(ast, |seen| {
         let mut p = clauses::propose(seen);
@@ -198,7 +199,7 @@ mod tests {
     fn every_shipped_dialect_generates_mutants_of_every_operator_with_unique_ids() {
         for name in dialect_names(&Source::Embedded) {
             let dialect = Dialect::load(&Source::Embedded, &name).unwrap();
-            let g = generate(&dialect, Syntax::for_dialect(&name));
+            let g = generate(&dialect, Grammar::for_dialect(&name));
             assert!(g.unparsed.is_empty(), "{name}: {:?}", g.unparsed);
             assert!(g.scripts.contains(&"schema".to_owned()), "{name}: {:?}", g.scripts);
             for op in Operator::ALL {
@@ -214,7 +215,7 @@ mod tests {
     fn an_unparsable_statement_is_listed_with_its_origin_and_others_still_generate() {
         let dialect = Dialect::load(&Source::Embedded, "sqlite").unwrap();
         let broken = dialect.with_sql("complete", "UPDATE jobs SET WHERE".to_owned());
-        let g = generate(&broken, Syntax::Sqlite);
+        let g = generate(&broken, Grammar::Sqlite);
         assert_eq!(g.unparsed.len(), 1);
         assert_eq!(g.unparsed[0].statement, "complete");
         assert!(g.unparsed[0].origin.starts_with("sqlite/worker.sql:"), "{:?}", g.unparsed);

@@ -15,4 +15,3 @@ mod walk;
 
 pub use generate::{GeneratedMutant, Generation, Operator, Unparsed, generate};
 pub use named::{MUTANTS, Mutant, MutantError, apply};
-pub use parse::Syntax;

@@ -7,69 +7,29 @@
 //! this for every shipped statement).
 
 use sqlparser::ast::Statement as Ast;
-use sqlparser::dialect::{
-    Dialect as Grammar, GenericDialect, MsSqlDialect, MySqlDialect, PostgreSqlDialect, SQLiteDialect,
-};
 use sqlparser::parser::Parser;
 
-/// The sqlparser grammar a dialect folder is read with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Syntax {
-    /// `sqlite`.
-    Sqlite,
-    /// `postgres` and `cockroach`.
-    Postgres,
-    /// `mysql` (MySQL and MariaDB).
-    MySql,
-    /// `mssql`.
-    MsSql,
-    /// Any other folder name.
-    Generic,
+use crate::dialect::text::Grammar;
+
+/// The scalar functions that return the greater and the lesser of their
+/// arguments: `max`/`min` in SQLite, `GREATEST`/`LEAST` elsewhere.
+pub fn greatest_least(grammar: Grammar) -> (&'static str, &'static str) {
+    match grammar {
+        Grammar::Sqlite => ("max", "min"),
+        _ => ("GREATEST", "LEAST"),
+    }
 }
 
-impl Syntax {
-    /// The grammar of dialect folder `name` (a target's `Target::dialect()`);
-    /// a name reapcheck does not ship falls back to the generic grammar.
-    pub fn for_dialect(name: &str) -> Syntax {
-        match name {
-            "sqlite" => Syntax::Sqlite,
-            "postgres" | "cockroach" => Syntax::Postgres,
-            "mysql" => Syntax::MySql,
-            "mssql" => Syntax::MsSql,
-            _ => Syntax::Generic,
-        }
-    }
-
-    fn grammar(self) -> Box<dyn Grammar> {
-        match self {
-            Syntax::Sqlite => Box::new(SQLiteDialect {}),
-            Syntax::Postgres => Box::new(PostgreSqlDialect {}),
-            Syntax::MySql => Box::new(MySqlDialect {}),
-            Syntax::MsSql => Box::new(MsSqlDialect {}),
-            Syntax::Generic => Box::new(GenericDialect {}),
-        }
-    }
-
-    /// The scalar functions that return the greater and the lesser of their
-    /// arguments: `max`/`min` in SQLite, `GREATEST`/`LEAST` elsewhere.
-    pub fn greatest_least(self) -> (&'static str, &'static str) {
-        match self {
-            Syntax::Sqlite => ("max", "min"),
-            _ => ("GREATEST", "LEAST"),
-        }
-    }
-
-    /// Whether a row limit is written `TOP n` after `SELECT` (SQL Server)
-    /// rather than `LIMIT n` at the end.
-    pub fn limits_with_top(self) -> bool {
-        self == Syntax::MsSql
-    }
+/// Whether a row limit is written `TOP n` after `SELECT` (SQL Server)
+/// rather than `LIMIT n` at the end.
+pub fn limits_with_top(grammar: Grammar) -> bool {
+    grammar == Grammar::MsSql
 }
 
 /// Parses `sql`, one command, in `syntax`; the parser's message when it
 /// cannot, or when the text holds more or less than one command.
-pub fn parse(sql: &str, syntax: Syntax) -> Result<Ast, String> {
-    let grammar = syntax.grammar();
+pub fn parse(sql: &str, syntax: Grammar) -> Result<Ast, String> {
+    let grammar = syntax.sqlparser();
     let mut statements = Parser::parse_sql(grammar.as_ref(), sql).map_err(|e| e.to_string())?;
     match statements.len() {
         1 => Ok(statements.remove(0)),
@@ -90,7 +50,7 @@ mod tests {
         let mut failures = Vec::new();
         for name in dialect_names(&Source::Embedded) {
             let dialect = Dialect::load(&Source::Embedded, &name).unwrap();
-            let syntax = Syntax::for_dialect(&name);
+            let syntax = Grammar::for_dialect(&name);
             for s in dialect.statements() {
                 let spec = contract::spec(&s.name).unwrap();
                 if spec.shape == contract::Shape::Script {
@@ -114,10 +74,10 @@ mod tests {
 
     #[test]
     fn unknown_folders_use_the_generic_grammar_and_bad_sql_is_a_message() {
-        assert_eq!(Syntax::for_dialect("my_port"), Syntax::Generic);
-        assert_eq!(Syntax::for_dialect("cockroach"), Syntax::Postgres);
-        let e = parse("UPDATE jobs SET WHERE", Syntax::Sqlite).unwrap_err();
+        assert_eq!(Grammar::for_dialect("my_port"), Grammar::Generic);
+        assert_eq!(Grammar::for_dialect("cockroach"), Grammar::Postgres);
+        let e = parse("UPDATE jobs SET WHERE", Grammar::Sqlite).unwrap_err();
         assert!(e.contains("Expected"), "{e}");
-        assert!(parse("SELECT 1; SELECT 2", Syntax::Sqlite).unwrap_err().contains("found 2"));
+        assert!(parse("SELECT 1; SELECT 2", Grammar::Sqlite).unwrap_err().contains("found 2"));
     }
 }

@@ -133,11 +133,12 @@ pub fn edit<T>(ast: &Ast, site: &Site<T>) -> Ast {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mutate::parse::{Syntax, parse};
+    use crate::dialect::text::Grammar;
+    use crate::mutate::parse::parse;
 
     #[test]
     fn an_edit_replaces_exactly_the_site_found() {
-        let ast = parse("SELECT a FROM t WHERE x = 1 AND y = 1", Syntax::Sqlite).unwrap();
+        let ast = parse("SELECT a FROM t WHERE x = 1 AND y = 1", Grammar::Sqlite).unwrap();
         let found = sites(&ast, |seen| match seen {
             Seen::Expr(Expr::Value(v)) if v.to_string() == "1" => {
                 vec![((), Node::Expr(Box::new(Expr::Value(sqlparser::ast::Value::Number("2".into(), false).into()))))]
