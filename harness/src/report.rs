@@ -1,6 +1,15 @@
 //! Reports of a run: JUnit XML (one suite per target, one case per
-//! scenario) and a plain summary naming each target's server and version.
-//! A case that did not run is `skipped` in both, never passed.
+//! scenario) and a plain summary naming each target's server and version,
+//! beside the leg's outcome file ([`outcomes`]), its HTML matrix
+//! ([`html`]) and its Markdown summary ([`markdown`]); docs/reports.md
+//! describes them. A case that did not run is `skipped` in all of them,
+//! never passed. Every file is written atomically.
+
+pub mod html;
+pub mod markdown;
+pub mod matrix;
+pub mod outcomes;
+pub mod verdict;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -23,6 +32,12 @@ pub struct CaseRecord {
     pub verdict: Verdict,
     /// How long it took.
     pub elapsed: Duration,
+    /// `sha256:<hex>` of the outcome document the target produced, when it
+    /// finished and was compared under the reference profile (so that the
+    /// same hash on two targets means the same outcome).
+    pub outcome_hash: Option<String>,
+    /// The one-line command that reruns exactly this case.
+    pub rerun: Option<String>,
 }
 
 /// The JUnit XML document for `records`.
@@ -82,15 +97,66 @@ fn by_target(records: &[CaseRecord]) -> BTreeMap<&str, Vec<&CaseRecord>> {
     map
 }
 
-/// Writes `junit.xml` and `summary.txt` into `dir`, each atomically.
-pub fn write(dir: &Path, records: &[CaseRecord]) -> std::io::Result<()> {
-    std::fs::create_dir_all(dir)?;
-    for (name, text) in [("junit.xml", junit(records)), ("summary.txt", summary(records))] {
-        let tmp = dir.join(format!(".{name}.tmp"));
-        std::fs::write(&tmp, text)?;
-        std::fs::rename(&tmp, dir.join(name))?;
+/// The files [`write`] puts in a report folder.
+pub const FILES: [&str; 5] = ["junit.xml", "summary.txt", outcomes::FILE_NAME, "matrix.html", "summary.md"];
+
+/// Writes `junit.xml`, `summary.txt`, `outcomes.json`, `matrix.html` and
+/// `summary.md` into `dir`, each atomically (a temporary file renamed over
+/// the old one).
+pub fn write(dir: &Path, records: &[CaseRecord], run: &outcomes::RunInfo) -> std::io::Result<()> {
+    let leg = outcomes::LegOutcomes::new(records, run);
+    let matrix = matrix::Matrix::new(std::slice::from_ref(&leg));
+    let files = [
+        ("junit.xml", junit(records)),
+        ("summary.txt", summary(records)),
+        (outcomes::FILE_NAME, leg.to_json()),
+        ("matrix.html", html::render(&matrix, &[])),
+        ("summary.md", markdown::render(&matrix, &[])),
+    ];
+    for (name, text) in files {
+        write_atomic(dir, name, &text)?;
     }
     Ok(())
+}
+
+/// Writes `text` to `dir/name` through a temporary file renamed over it,
+/// so a reader never sees half a file; creates `dir`.
+pub fn write_atomic(dir: &Path, name: &str, text: &str) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let tmp = dir.join(format!(".{name}.tmp"));
+    std::fs::write(&tmp, text)?;
+    std::fs::rename(&tmp, dir.join(name))
+}
+
+/// Removes the report files of an earlier run from `dir` (a missing folder
+/// or file is fine), so that a run that ends early (invalid input, exit 2)
+/// never leaves the previous run's passing report in place.
+pub fn clear(dir: &Path) -> std::io::Result<()> {
+    for name in FILES {
+        match std::fs::remove_file(dir.join(name)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The closing list of failures at the end of `run`'s output: one line per
+/// failed case with its rerun command; empty when nothing failed.
+pub fn failure_list(records: &[CaseRecord]) -> String {
+    let failed: Vec<&CaseRecord> = records.iter().filter(|r| r.verdict.is_failure()).collect();
+    if failed.is_empty() {
+        return String::new();
+    }
+    let mut out = format!("failures ({}):\n", failed.len());
+    for r in failed {
+        out.push_str(&format!("    {} on {}", r.scenario, r.target));
+        if let Some(rerun) = &r.rerun {
+            out.push_str(&format!(": {rerun}"));
+        }
+        out.push('\n');
+    }
+    out
 }
 
 #[cfg(test)]
@@ -104,6 +170,8 @@ mod tests {
             server: if target == "mssql" { "not reached".into() } else { format!("{target} 1.0") },
             verdict,
             elapsed: Duration::from_millis(3),
+            outcome_hash: None,
+            rerun: Some(format!("reapcheck run --db {target} --exact grace/floor")),
         }
     }
 
@@ -124,5 +192,26 @@ mod tests {
              postgres [postgres 1.0]: 0 passed, 1 failed, 0 skipped\n\
              sqlite [sqlite 1.0]: 1 passed, 0 failed, 0 skipped\n"
         );
+        assert_eq!(
+            failure_list(&records),
+            "failures (1):\n    grace/floor on postgres: reapcheck run --db postgres --exact grace/floor\n"
+        );
+        assert_eq!(failure_list(&records[..2]), "");
+    }
+
+    #[test]
+    fn a_cleared_folder_keeps_no_report_of_the_previous_run() {
+        let dir = std::env::temp_dir().join(format!("reapcheck-clear-{}", std::process::id()));
+        let run = outcomes::RunInfo { leg: "sqlite".into(), corpus_hash: "sha256:0".into(), interrupted: false };
+        write(&dir, &[record("sqlite", Verdict::Ok)], &run).unwrap();
+        for name in FILES {
+            assert!(dir.join(name).exists(), "{name} not written");
+        }
+        std::fs::write(dir.join("other.txt"), "kept").unwrap();
+        clear(&dir).unwrap();
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, ["other.txt"]);
+        clear(&dir.join("missing")).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

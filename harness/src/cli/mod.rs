@@ -8,6 +8,7 @@ mod fuzz;
 mod inputs;
 mod mutate;
 mod run;
+mod verdict;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -54,6 +55,10 @@ enum Command {
     /// Differential property testing: generated scenarios on the model and
     /// each target; a difference is shrunk and saved as a scenario file.
     Fuzz(fuzz::FuzzArgs),
+    /// Merge CI legs' outcome files (`run --report`) into one matrix and
+    /// fail on a missing or empty leg, another corpus, a failure, or an
+    /// undeclared divergence between databases.
+    Verdict(verdict::VerdictArgs),
 }
 
 /// Parses the arguments and runs the command.
@@ -66,5 +71,6 @@ pub fn main() -> ExitCode {
         Command::Mutate(args) => mutate::mutate(args),
         Command::Bench(args) => bench::bench(args),
         Command::Fuzz(args) => fuzz::fuzz(args),
+        Command::Verdict(args) => verdict::verdict(args),
     }
 }

@@ -9,7 +9,7 @@ use futures_util::{StreamExt, stream};
 use reapcheck::coverage::Coverage;
 use reapcheck::dialect::Dialect;
 use reapcheck::reach::{self, Reach};
-use reapcheck::report::{self, CaseRecord};
+use reapcheck::report::{self, CaseRecord, outcomes};
 use reapcheck::runner::{self, Verdict};
 use reapcheck::scenario::LoadedScenario;
 use reapcheck::snapshot;
@@ -37,9 +37,15 @@ pub struct RunArgs {
     /// Scenarios run at once on each target.
     #[arg(long, default_value_t = 4)]
     jobs: usize,
-    /// Write junit.xml and summary.txt into this folder.
+    /// Write junit.xml, summary.txt, outcomes.json, matrix.html and
+    /// summary.md into this folder (docs/reports.md); an earlier run's are
+    /// removed first.
     #[arg(long)]
     report: Option<std::path::PathBuf>,
+    /// The leg's name in outcomes.json, which `reapcheck verdict --expect`
+    /// matches (default: the --db list).
+    #[arg(long, value_name = "NAME")]
+    leg: Option<String>,
     /// Print, per database target, how many scenarios executed each
     /// statement and each UPDATE's branches (changed rows or none).
     #[arg(long)]
@@ -105,6 +111,12 @@ pub fn run(args: RunArgs) -> ExitCode {
         eprintln!("error: {message}");
         ExitCode::from(EXIT_INVALID)
     };
+    // A run that ends early must not leave the previous run's report.
+    if let Some(dir) = &args.report
+        && let Err(e) = report::clear(dir)
+    {
+        return invalid(format!("cannot remove the previous reports in {}: {e}", dir.display()));
+    }
     let targets = match parse_targets(&args.db) {
         Ok(t) => t,
         Err(e) => return invalid(e),
@@ -142,7 +154,13 @@ pub fn run(args: RunArgs) -> ExitCode {
     records.iter().for_each(|r| tally.add(&r.verdict));
     tally.failed += check_coverage(&args, &coverages);
     if let Some(dir) = &args.report {
-        match report::write(dir, &records) {
+        let corpus = outcomes::corpus_hash(scenarios.iter().map(|s| (s.name.as_str(), s.path.as_path())));
+        let run = outcomes::RunInfo {
+            leg: args.leg.clone().unwrap_or_else(|| args.db.clone()),
+            corpus_hash: corpus.unwrap_or_else(|e| format!("unreadable: {e}")),
+            interrupted: false,
+        };
+        match report::write(dir, &records, &run) {
             Ok(()) => println!("reports written to {}", dir.display()),
             Err(e) => {
                 eprintln!("error: cannot write reports to {}: {e}", dir.display());
@@ -156,6 +174,7 @@ pub fn run(args: RunArgs) -> ExitCode {
             tally.new
         );
     }
+    print!("{}", report::failure_list(&records));
     println!("{} passed, {} failed, {} skipped", tally.passed, tally.failed, tally.skipped);
     if tally.failed > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
 }
@@ -183,8 +202,9 @@ async fn run_all(
                 Err(e) => model.verdict = Verdict::Fail(format!("cannot write {}: {e}", path.display())),
             }
         }
-        let record = record(s, "model", "model", model.verdict.clone(), started);
-        print_line(&record, s, args);
+        let hash = Some(outcomes::hash(model.yaml.as_bytes()));
+        let record = record(s, "model", "model", model.verdict.clone(), started, hash, args);
+        print_line(&record, s);
         records.push(record);
         models.push(model);
     }
@@ -196,7 +216,9 @@ async fn run_all(
                 println!("skipped: {target} ({} scenarios): {reason}", scenarios.len());
                 let verdict = Verdict::Skipped(reason);
                 records.extend(
-                    scenarios.iter().map(|s| record(s, target.name(), "not run", verdict.clone(), Instant::now())),
+                    scenarios
+                        .iter()
+                        .map(|s| record(s, target.name(), "not run", verdict.clone(), Instant::now(), None, args)),
                 );
                 continue;
             }
@@ -205,7 +227,9 @@ async fn run_all(
                 println!("FAIL     {target}{why} ({} scenarios not run): {reason}", scenarios.len());
                 let verdict = Verdict::Fail(format!("not run: {reason}"));
                 records.extend(
-                    scenarios.iter().map(|s| record(s, target.name(), "not reached", verdict.clone(), Instant::now())),
+                    scenarios
+                        .iter()
+                        .map(|s| record(s, target.name(), "not reached", verdict.clone(), Instant::now(), None, args)),
                 );
                 continue;
             }
@@ -233,13 +257,16 @@ async fn run_all(
                 if let (true, Verdict::New, true, Some(yaml)) = (args.accept, &verdict, declared, &run.yaml) {
                     verdict = accept_divergence(s, target, yaml);
                 }
-                (s, record(s, target.name(), version, verdict, started), run.log, traced)
+                // Hashes are comparable across targets only under the reference profile.
+                let hash = run.yaml.as_ref().filter(|_| dialect.profile.is_reference());
+                let hash = hash.map(|y| outcomes::hash(y.as_bytes()));
+                (s, record(s, target.name(), version, verdict, started, hash, args), run.log, traced)
             }
         });
         let mut coverage = Coverage::new(target.name(), dialect);
         let mut results = stream::iter(cases).buffered(args.jobs.max(1));
         while let Some((s, record, log, traced)) = results.next().await {
-            print_line(&record, s, args);
+            print_line(&record, s);
             if let Some(t) = traced {
                 print!("{}", indent(&t));
             }
@@ -298,13 +325,23 @@ fn indent(text: &str) -> String {
     text.lines().map(|l| format!("    {l}\n")).collect()
 }
 
-fn record(s: &LoadedScenario, target: &str, server: &str, verdict: Verdict, started: Instant) -> CaseRecord {
+fn record(
+    s: &LoadedScenario,
+    target: &str,
+    server: &str,
+    verdict: Verdict,
+    started: Instant,
+    outcome_hash: Option<String>,
+    args: &RunArgs,
+) -> CaseRecord {
     CaseRecord {
         scenario: s.name.clone(),
         target: target.to_owned(),
         server: server.to_owned(),
         verdict,
         elapsed: started.elapsed(),
+        outcome_hash,
+        rerun: Some(rerun_command(target, s, args)),
     }
 }
 
@@ -320,7 +357,7 @@ fn accept_divergence(s: &LoadedScenario, target: Target, yaml: &str) -> Verdict 
     }
 }
 
-fn print_line(r: &CaseRecord, s: &LoadedScenario, args: &RunArgs) {
+fn print_line(r: &CaseRecord, s: &LoadedScenario) {
     let on = if r.target == r.server { r.target.clone() } else { format!("{} [{}]", r.target, r.server) };
     match &r.verdict {
         Verdict::Ok => println!("ok       {}  on {on}", s.name),
@@ -333,7 +370,9 @@ fn print_line(r: &CaseRecord, s: &LoadedScenario, args: &RunArgs) {
                 println!("    {line}");
             }
             println!("    {}:1: scenario file", s.path.display());
-            println!("    rerun: {}", rerun_command(&r.target, s, args));
+            if let Some(rerun) = &r.rerun {
+                println!("    rerun: {rerun}");
+            }
         }
     }
 }

@@ -1,0 +1,249 @@
+//! The HTML matrix: one self-contained file (inline CSS and script, no
+//! network) with scenarios as rows grouped by concern, one column per leg
+//! and target with its server and version, and a cell per case (pass,
+//! FAIL, divergence, skipped, new). Clicking a cell shows its details: the
+//! diff, the SQL trace and the rerun command of a failure, the reason of a
+//! skip or divergence. Rows filter by status and by name. Every text from
+//! the outcome files is escaped by `html-escape`.
+//!
+//! Opening the file with `#open=<cell id>` (`#open=c-0-1`: row 0, column 1)
+//! clicks that cell once loaded, so a link (or a headless browser) can show
+//! a case's details directly.
+
+use std::fmt::Write as _;
+
+use html_escape::{encode_double_quoted_attribute as attr, encode_text as text};
+
+use super::matrix::Matrix;
+use super::outcomes::{CaseOutcome, CaseResult, Counts};
+use super::verdict::Problem;
+
+const STYLE: &str = r#"
+body{font:14px/1.4 system-ui,sans-serif;margin:1em;color:#222}
+h1{font-size:1.3em;margin:0 0 .3em}
+.counts span{margin-right:1em}
+.problems{background:#fde8e8;border:1px solid #d33;padding:.5em 1em}
+.bar{margin:.6em 0;display:flex;gap:1em;align-items:center;flex-wrap:wrap}
+.wrap{overflow-x:auto;max-height:70vh;overflow-y:auto}
+table{border-collapse:collapse}
+th,td{border:1px solid #ccc;padding:2px 6px;white-space:nowrap}
+thead th{position:sticky;top:0;background:#f4f4f4;font-weight:normal}
+tr.concern th{text-align:left;background:#eef;font-weight:bold}
+td.name{font-family:monospace}
+td.cell{cursor:pointer;text-align:center}
+td.pass,td.new{background:#dff5df}
+td.fail{background:#f7c4c4;font-weight:bold}
+td.divergence{background:#fbeec1}
+td.skipped{background:#eee;color:#777}
+td.none{background:#fff}
+td.selected{outline:3px solid #225}
+#detail{border:1px solid #888;margin-top:1em;padding:.5em 1em;min-height:2em}
+#detail pre{background:#f8f8f8;padding:.4em;overflow-x:auto}
+.hidden{display:none}
+"#;
+
+const SCRIPT: &str = r#"
+(function(){
+  var detail=document.getElementById('detail');
+  function show(cell){
+    document.querySelectorAll('td.selected').forEach(function(c){c.classList.remove('selected');});
+    cell.classList.add('selected');
+    var src=document.getElementById('d'+cell.id.slice(1));
+    detail.innerHTML=src?src.innerHTML:'';
+  }
+  document.querySelectorAll('td.cell').forEach(function(cell){
+    cell.addEventListener('click',function(){show(cell);});
+  });
+  var status=document.getElementById('status'), name=document.getElementById('name');
+  function filter(){
+    var want=status.value, text=name.value.toLowerCase();
+    document.querySelectorAll('tbody tr.row').forEach(function(row){
+      var byName=row.dataset.scenario.toLowerCase().indexOf(text)>=0;
+      var byStatus=want===''||row.querySelector('td.cell.'+want)!==null;
+      row.classList.toggle('hidden',!(byName&&byStatus));
+    });
+    document.querySelectorAll('tbody tr.concern').forEach(function(head){
+      var any=document.querySelector('tbody tr.row[data-concern="'+CSS.escape(head.dataset.concern)+'"]:not(.hidden)');
+      head.classList.toggle('hidden',!any);
+    });
+  }
+  status.addEventListener('change',filter);
+  name.addEventListener('input',filter);
+  var m=/^#open=(c-\d+-\d+)$/.exec(location.hash);
+  if(m){var c=document.getElementById(m[1]); if(c){c.click();}}
+})();
+"#;
+
+/// The HTML document of `matrix`, with `problems` (from `verdict`) listed
+/// above it.
+pub fn render(matrix: &Matrix, problems: &[Problem]) -> String {
+    let mut out = String::new();
+    let legs: Vec<&str> = matrix.legs.iter().map(|l| l.leg.as_str()).collect();
+    let title = format!("reapcheck matrix: {}", legs.join(", "));
+    let _ = write!(
+        out,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{STYLE}</style></head><body>\n",
+        text(&title)
+    );
+    let _ = writeln!(out, "<h1>{}</h1>", text(&title));
+    let _ = writeln!(out, "<div class=\"counts\" id=\"counts\">{}</div>", counts(&matrix.counts()));
+    out.push_str("<ul class=\"legs\">\n");
+    for l in &matrix.legs {
+        let servers: Vec<String> = matrix
+            .columns
+            .iter()
+            .filter(|c| c.leg == l.leg)
+            .map(|c| if c.target == c.server { c.target.clone() } else { format!("{} [{}]", c.target, c.server) })
+            .collect();
+        let interrupted = if l.interrupted { " <strong>interrupted</strong>" } else { "" };
+        let _ = writeln!(
+            out,
+            "<li>leg <b>{}</b>{interrupted}: {}; reapcheck {}, corpus <code>{}</code></li>",
+            text(&l.leg),
+            text(&servers.join(", ")),
+            text(&l.reapcheck_version),
+            text(&l.corpus_hash)
+        );
+    }
+    out.push_str("</ul>\n");
+    if !problems.is_empty() {
+        let _ =
+            writeln!(out, "<div class=\"problems\" id=\"problems\"><b>verdict: {} problems</b><ul>", problems.len());
+        for p in problems {
+            let _ = writeln!(out, "<li>{}</li>", text(&p.message));
+        }
+        out.push_str("</ul></div>\n");
+    }
+    out.push_str(
+        "<div class=\"bar\"><label>status <select id=\"status\"><option value=\"\">all</option>\
+         <option value=\"fail\">FAIL</option><option value=\"divergence\">divergence</option>\
+         <option value=\"skipped\">skipped</option><option value=\"pass\">pass</option>\
+         <option value=\"new\">new</option></select></label>\
+         <label>name <input id=\"name\" type=\"search\" placeholder=\"grace/\"></label></div>\n",
+    );
+    out.push_str("<div class=\"wrap\"><table id=\"matrix\"><thead><tr><th>scenario</th>");
+    for c in &matrix.columns {
+        let _ = write!(
+            out,
+            "<th title=\"{}\">{}<br>{}<br><small>{}</small></th>",
+            attr(&format!("{}: {}", c.leg, counts_plain(&c.counts))),
+            text(&c.leg),
+            text(&c.target),
+            text(&c.server)
+        );
+    }
+    out.push_str("</tr></thead>\n<tbody>\n");
+    let mut details = String::new();
+    let mut concern: Option<&str> = None;
+    for (i, row) in matrix.rows.iter().enumerate() {
+        if concern != Some(row.concern.as_str()) {
+            concern = Some(&row.concern);
+            let _ = writeln!(
+                out,
+                "<tr class=\"concern\" data-concern=\"{}\"><th colspan=\"{}\">{}</th></tr>",
+                attr(&row.concern),
+                matrix.columns.len() + 1,
+                text(&row.concern)
+            );
+        }
+        let _ = write!(
+            out,
+            "<tr class=\"row\" data-scenario=\"{}\" data-concern=\"{}\"><td class=\"name\">{}</td>",
+            attr(&row.scenario),
+            attr(&row.concern),
+            text(&row.scenario)
+        );
+        for (j, (cell, col)) in row.cells.iter().zip(&matrix.columns).enumerate() {
+            match cell {
+                None => out.push_str("<td class=\"none\"></td>"),
+                Some(c) => {
+                    let class = class(c.result);
+                    let _ = write!(out, "<td class=\"cell {class}\" id=\"c-{i}-{j}\">{}</td>", c.result.label());
+                    let _ = writeln!(details, "<div id=\"d-{i}-{j}\">{}</div>", detail(c, &col.leg));
+                }
+            }
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody></table></div>\n");
+    out.push_str("<div id=\"detail\">click a cell to see its details</div>\n");
+    let _ = writeln!(out, "<div id=\"details\" hidden>\n{details}</div>");
+    let _ = writeln!(out, "<script>{SCRIPT}</script>\n</body></html>");
+    out
+}
+
+/// The CSS class (and status filter value) of a result.
+fn class(result: CaseResult) -> &'static str {
+    match result {
+        CaseResult::Pass => "pass",
+        CaseResult::New => "new",
+        CaseResult::Divergence => "divergence",
+        CaseResult::Skipped => "skipped",
+        CaseResult::Fail => "fail",
+    }
+}
+
+fn counts(c: &Counts) -> String {
+    format!(
+        "<span class=\"pass\">{} pass</span><span class=\"new\">{} new</span><span class=\"fail\">{} FAIL</span>\
+         <span class=\"divergence\">{} divergence</span><span class=\"skipped\">{} skipped</span>",
+        c.pass, c.new, c.fail, c.divergence, c.skipped
+    )
+}
+
+fn counts_plain(c: &Counts) -> String {
+    format!("{} pass, {} new, {} FAIL, {} divergence, {} skipped", c.pass, c.new, c.fail, c.divergence, c.skipped)
+}
+
+/// The details shown when a cell is clicked.
+fn detail(c: &CaseOutcome, leg: &str) -> String {
+    let mut out = format!(
+        "<h2>{} on {} <small>(leg {}, {})</small>: {}</h2>",
+        text(&c.scenario),
+        text(&c.target),
+        text(leg),
+        text(&c.server),
+        c.result.label()
+    );
+    if let Some(reason) = &c.reason {
+        let _ = write!(out, "<p class=\"reason\">{}</p>", text(reason));
+    }
+    for (label, block) in [("difference", &c.diff), ("SQL trace", &c.trace), ("rerun", &c.rerun)] {
+        if let Some(b) = block {
+            let _ = write!(out, "<h3>{label}</h3><pre class=\"{}\">{}</pre>", label.replace(' ', "-"), text(b));
+        }
+    }
+    if let Some(h) = &c.outcome_hash {
+        let _ = write!(out, "<p>outcome <code>{}</code></p>", text(h));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::matrix::tests::leg;
+
+    #[test]
+    fn cells_details_and_filters_are_in_one_escaped_file() {
+        use CaseResult::*;
+        let l = leg(
+            "pg <15>",
+            &[
+                ("grace/a", "model", Pass, "h"),
+                ("grace/a", "postgres", Fail, ""),
+                ("time/<b>", "postgres", Skipped, ""),
+            ],
+        );
+        let html = render(&Matrix::new(&[l]), &[]);
+        assert_eq!(html.matches("<td class=\"cell ").count(), 3, "{html}");
+        assert!(html.contains("<td class=\"cell fail\" id=\"c-0-1\">FAIL</td>"), "{html}");
+        assert!(html.contains("<div id=\"d-0-1\">"), "{html}");
+        assert!(html.contains("+b &lt;tag&gt;"), "diffs are escaped: {html}");
+        assert!(html.contains("time/&lt;b&gt;") && !html.contains("time/<b>"), "{html}");
+        assert!(html.contains("pg &lt;15&gt;"), "{html}");
+        assert!(html.contains("reapcheck run --db postgres --exact grace/a"), "{html}");
+        assert!(!html.contains("http://") && !html.contains("https://"), "no network: {html}");
+        assert!(html.contains("<select id=\"status\">") && html.contains("<input id=\"name\""));
+    }
+}

@@ -1,0 +1,78 @@
+//! The Markdown summary, fit for `$GITHUB_STEP_SUMMARY`: totals per leg
+//! and target with the server that answered, then each failure with its
+//! rerun line (and, from `verdict`, the cross-leg problems first).
+
+use std::fmt::Write as _;
+
+use super::matrix::Matrix;
+use super::verdict::Problem;
+
+/// The summary of `matrix`, `problems` first.
+pub fn render(matrix: &Matrix, problems: &[Problem]) -> String {
+    let mut out = String::from("## reapcheck\n\n");
+    if !problems.is_empty() {
+        let _ = writeln!(out, "**verdict: {} problems**\n", problems.len());
+        for p in problems {
+            let _ = writeln!(out, "- {}", cell(&p.message));
+        }
+        out.push('\n');
+    }
+    out.push_str("| leg | target | server | pass | new | divergence | skipped | FAIL |\n");
+    out.push_str("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
+    for c in &matrix.columns {
+        let n = &c.counts;
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} |",
+            cell(&c.leg),
+            cell(&c.target),
+            cell(&c.server),
+            n.pass,
+            n.new,
+            n.divergence,
+            n.skipped,
+            n.fail
+        );
+    }
+    for l in matrix.legs.iter().filter(|l| l.interrupted) {
+        let _ = writeln!(out, "\nleg `{}` was interrupted: its counts are incomplete.", l.leg);
+    }
+    let failures: Vec<_> = matrix.failures().collect();
+    if failures.is_empty() {
+        out.push_str("\nNo failures.\n");
+    } else {
+        let _ = writeln!(out, "\n### Failures ({})\n", failures.len());
+        for (col, c) in failures {
+            let first = c.diff.as_deref().and_then(|d| d.lines().next()).unwrap_or("failed");
+            let _ = writeln!(out, "- `{}` on {} (leg {}): {}", c.scenario, c.target, cell(&col.leg), cell(first));
+            if let Some(rerun) = &c.rerun {
+                let _ = writeln!(out, "  ```\n  {rerun}\n  ```");
+            }
+        }
+    }
+    out
+}
+
+/// `text` safe inside a table cell or list item: one line, pipes escaped.
+fn cell(text: &str) -> String {
+    text.replace('\n', " ").replace('|', "\\|")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::matrix::tests::leg;
+    use crate::report::outcomes::CaseResult::*;
+
+    #[test]
+    fn totals_per_leg_then_failures_with_their_rerun_lines() {
+        let l = leg("pg|15", &[("grace/a", "model", Pass, "h"), ("grace/a", "postgres", Fail, "")]);
+        let md = render(&Matrix::new(&[l]), &[]);
+        assert!(md.contains("| pg\\|15 | model | model 1.0 | 1 | 0 | 0 | 0 | 0 |\n"), "{md}");
+        assert!(md.contains("| pg\\|15 | postgres | postgres 1.0 | 0 | 0 | 0 | 0 | 1 |\n"), "{md}");
+        assert!(md.contains("### Failures (1)\n\n- `grace/a` on postgres (leg pg\\|15): --- model\n"), "{md}");
+        assert!(md.contains("  ```\n  reapcheck run --db postgres --exact grace/a\n  ```\n"), "{md}");
+        let ok = render(&Matrix::new(&[leg("lite", &[("grace/a", "sqlite", Pass, "h")])]), &[]);
+        assert!(ok.ends_with("\nNo failures.\n"), "{ok}");
+    }
+}

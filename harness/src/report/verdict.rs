@@ -1,0 +1,225 @@
+//! The cross-leg verdict: the one place that decides whether a set of CI
+//! legs passes as a whole. Each leg already decided its own cases
+//! (`runner`); this adds what only the merge can see: a leg that is
+//! missing, ran nothing, was interrupted or ran another corpus, and two
+//! targets whose outcomes differ where no divergence is declared.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::outcomes::{CaseResult, LegOutcomes};
+
+/// Why a set of legs fails; every problem names a leg.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    /// The leg at fault.
+    pub leg: String,
+    /// What is wrong.
+    pub kind: ProblemKind,
+    /// The message shown: lowercase, naming the leg, saying what to do.
+    pub message: String,
+}
+
+/// The kinds of [`Problem`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProblemKind {
+    /// A leg named by `--expect` has no outcome file among those given.
+    Missing,
+    /// Two outcome files carry the same leg name.
+    Duplicate,
+    /// The leg ran no scenario on any database target (everything there
+    /// was skipped, or it had no target but the model).
+    Empty,
+    /// The leg was stopped before it finished.
+    Interrupted,
+    /// The leg ran another corpus (or another reapcheck) than the first.
+    CorpusMismatch,
+    /// A case of the leg failed.
+    Failed,
+    /// The leg's outcome of a scenario differs from another leg's or
+    /// target's, and neither declares a divergence.
+    Undeclared,
+}
+
+/// Every problem of `legs`, given the leg names `expected` (empty: only
+/// the legs given are checked). The first leg is the reference for the
+/// corpus; legs should be sorted by name for stable messages.
+pub fn check(legs: &[LegOutcomes], expected: &[String]) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    let mut push = |leg: &str, kind, message: String| {
+        problems.push(Problem { leg: leg.to_owned(), kind, message });
+    };
+    for name in expected {
+        if !legs.iter().any(|l| &l.leg == name) {
+            push(
+                name,
+                ProblemKind::Missing,
+                format!(
+                    "leg `{name}` is missing: no outcome file given has `\"leg\": \"{name}\"`; did its job fail before `run --report` wrote one?"
+                ),
+            );
+        }
+    }
+    for (i, leg) in legs.iter().enumerate() {
+        if legs[..i].iter().any(|l| l.leg == leg.leg) {
+            push(
+                &leg.leg,
+                ProblemKind::Duplicate,
+                format!("leg `{}` is given twice: name each leg once with `run --leg`", leg.leg),
+            );
+        }
+    }
+    let reference = legs.first();
+    for leg in legs {
+        let name = &leg.leg;
+        if leg.interrupted {
+            push(
+                name,
+                ProblemKind::Interrupted,
+                format!("leg `{name}` was interrupted before it finished: its outcomes are incomplete; rerun the leg"),
+            );
+        }
+        let ran: usize = leg.targets.iter().filter(|t| t.target != "model").map(|t| t.counts.ran()).sum();
+        if ran == 0 {
+            let why = leg
+                .cases
+                .iter()
+                .find(|c| c.target != "model")
+                .and_then(|c| c.reason.clone())
+                .map_or_else(|| "it has no database target".to_owned(), |r| format!("every case was skipped: {r}"));
+            push(
+                name,
+                ProblemKind::Empty,
+                format!("leg `{name}` ran zero scenarios on a database ({why}); set its URL and REAPCHECK_REQUIRE"),
+            );
+        }
+        if let Some(first) = reference
+            && first.leg != leg.leg
+        {
+            if first.corpus_hash != leg.corpus_hash {
+                push(
+                    name,
+                    ProblemKind::CorpusMismatch,
+                    format!(
+                        "leg `{name}` ran corpus {} but leg `{}` ran {}: run every leg from the same commit without filters",
+                        leg.corpus_hash, first.leg, first.corpus_hash
+                    ),
+                );
+            }
+            if first.reapcheck_version != leg.reapcheck_version {
+                push(
+                    name,
+                    ProblemKind::CorpusMismatch,
+                    format!(
+                        "leg `{name}` ran reapcheck {} but leg `{}` ran {}: run every leg with the same reapcheck",
+                        leg.reapcheck_version, first.leg, first.reapcheck_version
+                    ),
+                );
+            }
+        }
+        for c in leg.cases.iter().filter(|c| c.result == CaseResult::Fail) {
+            let rerun = c.rerun.as_deref().map(|r| format!("; rerun: {r}")).unwrap_or_default();
+            push(name, ProblemKind::Failed, format!("leg `{name}`: {} failed on {}{rerun}", c.scenario, c.target));
+        }
+    }
+    undeclared(legs, &mut push);
+    problems
+}
+
+/// Cases that passed under the reference profile must have produced the
+/// same outcome document on every leg and target: a declared divergence
+/// shows as `divergence`, never as a pass with another hash.
+fn undeclared(legs: &[LegOutcomes], push: &mut impl FnMut(&str, ProblemKind, String)) {
+    // scenario -> the first (hash, leg, target) seen
+    let mut first: BTreeMap<&str, (&str, &str, &str)> = BTreeMap::new();
+    for leg in legs {
+        for c in &leg.cases {
+            let (CaseResult::Pass | CaseResult::New, Some(hash)) = (c.result, &c.outcome_hash) else {
+                continue;
+            };
+            match first.get(c.scenario.as_str()) {
+                None => {
+                    first.insert(&c.scenario, (hash, &leg.leg, &c.target));
+                }
+                Some(&(seen, seen_leg, seen_target)) if seen != hash => push(
+                    &leg.leg,
+                    ProblemKind::Undeclared,
+                    format!(
+                        "leg `{}`: {} on {} has outcome {hash} but leg `{seen_leg}` has {seen} on {seen_target}, and no divergence is declared: compare the two with `reapcheck run --db {},{} --exact {}` or declare the divergence in the scenario",
+                        leg.leg, c.scenario, c.target, seen_target, c.target, c.scenario
+                    ),
+                ),
+                Some(_) => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::matrix::tests::leg;
+
+    fn good(name: &str, target: &str) -> LegOutcomes {
+        use CaseResult::*;
+        leg(
+            name,
+            &[
+                ("grace/a", "model", Pass, "h1"),
+                ("grace/b", "model", Pass, "h2"),
+                ("grace/a", target, Pass, "h1"),
+                ("grace/b", target, Divergence, "h9"),
+            ],
+        )
+    }
+
+    fn kinds(problems: &[Problem]) -> Vec<(String, ProblemKind)> {
+        problems.iter().map(|p| (p.leg.clone(), p.kind)).collect()
+    }
+
+    #[test]
+    fn legs_that_agree_pass() {
+        let expected = ["pg".to_owned(), "my".to_owned()];
+        assert_eq!(check(&[good("my", "mysql"), good("pg", "postgres")], &expected), []);
+    }
+
+    #[test]
+    fn every_problem_names_its_leg() {
+        use CaseResult::*;
+        let mut other_corpus = good("my", "mysql");
+        other_corpus.corpus_hash = "sha256:c1".into();
+        other_corpus.interrupted = true;
+        let empty = leg("ms", &[("grace/a", "model", Pass, "h1"), ("grace/a", "mssql", Skipped, "")]);
+        let differs = leg("ck", &[("grace/a", "cockroach", Pass, "h7"), ("grace/b", "cockroach", Fail, "")]);
+        let legs = [good("pg", "postgres"), other_corpus, empty, differs, good("pg", "postgres")];
+        let problems = check(&legs, &["pg".to_owned(), "lite".to_owned()]);
+        assert_eq!(
+            kinds(&problems),
+            [
+                ("lite".to_owned(), ProblemKind::Missing),
+                ("pg".to_owned(), ProblemKind::Duplicate),
+                ("my".to_owned(), ProblemKind::Interrupted),
+                ("my".to_owned(), ProblemKind::CorpusMismatch),
+                ("ms".to_owned(), ProblemKind::Empty),
+                ("ck".to_owned(), ProblemKind::Failed),
+                ("ck".to_owned(), ProblemKind::Undeclared),
+            ]
+        );
+        for p in &problems {
+            assert!(p.message.contains(&format!("leg `{}`", p.leg)), "{}", p.message);
+        }
+        let undeclared = &problems[6].message;
+        assert!(
+            undeclared.contains("grace/a on cockroach has outcome h7 but leg `pg` has h1 on model"),
+            "{undeclared}"
+        );
+        assert!(
+            problems[4].message.contains("every case was skipped: no REAPCHECK_mssql_URL"),
+            "{}",
+            problems[4].message
+        );
+        assert!(problems[5].message.ends_with("rerun: reapcheck run --db cockroach --exact grace/b"));
+    }
+}
