@@ -1,0 +1,259 @@
+//! The reports people look at, as the binary writes them: `verdict` on leg
+//! files from real runs (good, and each bad case failing with a message
+//! that names the leg), and the HTML matrix opened in headless Chromium
+//! (cell counts, one click, a screenshot kept in reports/matrix.png).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().expect("the workspace exists")
+}
+
+/// Runs the binary with no database configured.
+fn reapcheck(args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_reapcheck"));
+    cmd.args(args).current_dir(root()).env_remove("REAPCHECK_REQUIRE");
+    for t in reapcheck::target::Target::ALL {
+        cmd.env_remove(t.url_variable());
+    }
+    cmd.output().expect("the binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("reapcheck-reports-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// Leg folders from real runs, made once: `a` and `b` ran `grace/` on
+/// sqlite, `claim` ran `claim/` on sqlite (another corpus), `mssql` ran
+/// `grace/` on mssql with no URL (every case skipped).
+fn legs() -> &'static Path {
+    static LEGS: OnceLock<PathBuf> = OnceLock::new();
+    LEGS.get_or_init(|| {
+        let dir = scratch("legs");
+        for (leg, db, filter) in
+            [("a", "sqlite", "grace/"), ("claim", "sqlite", "claim/"), ("mssql", "mssql", "grace/")]
+        {
+            let out = dir.join(leg).display().to_string();
+            let o = reapcheck(&["run", "--db", db, "--leg", leg, "--report", &out, "--coverage-min", "0", filter]);
+            assert!(o.status.success(), "{}", stdout(&o));
+        }
+        copy_leg(&dir, "a", "b", |_| {});
+        dir
+    })
+}
+
+/// Copies leg `from` to a leg named `to`, editing its outcome file.
+fn copy_leg(dir: &Path, from: &str, to: &str, edit: impl FnOnce(&mut Value)) -> PathBuf {
+    let text = std::fs::read_to_string(dir.join(from).join("outcomes.json")).unwrap();
+    let mut json: Value = serde_json::from_str(&text).unwrap();
+    json["leg"] = Value::from(to);
+    edit(&mut json);
+    let folder = dir.join(to);
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("outcomes.json"), serde_json::to_string_pretty(&json).unwrap()).unwrap();
+    folder
+}
+
+/// `verdict` on the legs `names` with `--expect expect`.
+fn verdict(names: &[&str], expect: &str) -> (Option<i32>, String) {
+    let out = scratch(&format!("verdict-{}", names.join("-")));
+    let mut args = vec!["verdict".to_owned(), "--out".to_owned(), out.display().to_string()];
+    args.extend(names.iter().map(|n| legs().join(n).display().to_string()));
+    if !expect.is_empty() {
+        args.push(format!("--expect={expect}"));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = reapcheck(&args);
+    let text = format!("{}{}", stdout(&o), String::from_utf8_lossy(&o.stderr));
+    if o.status.code() != Some(2) {
+        for file in ["matrix.json", "matrix.html", "matrix.md"] {
+            assert!(out.join(file).exists(), "{file} not written: {text}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    (o.status.code(), text)
+}
+
+#[test]
+fn verdict_passes_legs_that_agree() {
+    let (code, out) = verdict(&["a", "b"], "a,b");
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.ends_with("2 passed, 0 failed\n"), "{out}");
+    assert!(!out.contains("FAIL"), "{out}");
+}
+
+#[test]
+fn verdict_fails_a_missing_leg() {
+    let (code, out) = verdict(&["a", "b"], "a,b,postgres-15");
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("FAIL     leg `postgres-15` is missing: no outcome file given has"), "{out}");
+}
+
+#[test]
+fn verdict_fails_a_leg_that_ran_zero_scenarios() {
+    let (code, out) = verdict(&["a", "mssql"], "");
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains(
+            "FAIL     leg `mssql` ran zero scenarios on a database (every case was skipped: no REAPCHECK_MSSQL_URL"
+        ),
+        "{out}"
+    );
+    assert!(out.ends_with("1 passed, 1 failed\n"), "{out}");
+}
+
+#[test]
+fn verdict_fails_an_undeclared_divergence() {
+    let dir = legs();
+    copy_leg(dir, "a", "differs", |json| {
+        let case = json["cases"].as_array_mut().unwrap().iter_mut().find(|c| c["target"] == "sqlite").unwrap();
+        case["outcome_hash"] = Value::from("sha256:0000");
+    });
+    let (code, out) = verdict(&["a", "differs"], "a,differs");
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("FAIL     leg `differs`: grace/")
+            && out.contains("has outcome sha256:0000 but leg `a` has sha256:"),
+        "{out}"
+    );
+    assert!(out.contains("and no divergence is declared"), "{out}");
+}
+
+#[test]
+fn verdict_fails_legs_that_ran_different_corpora() {
+    let (code, out) = verdict(&["a", "claim"], "");
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("FAIL     leg `claim` ran corpus sha256:") && out.contains("but leg `a` ran sha256:"),
+        "{out}"
+    );
+}
+
+#[test]
+fn verdict_fails_a_failed_case_and_an_interrupted_leg() {
+    let dir = legs();
+    copy_leg(dir, "a", "stopped", |json| {
+        json["interrupted"] = Value::from(true);
+        let case = json["cases"].as_array_mut().unwrap().iter_mut().find(|c| c["target"] == "sqlite").unwrap();
+        case["result"] = Value::from("fail");
+        case["rerun"] = Value::from("reapcheck run --db sqlite --exact grace/x");
+    });
+    let (code, out) = verdict(&["a", "stopped"], "");
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("FAIL     leg `stopped` was interrupted before it finished"), "{out}");
+    assert!(out.contains("on sqlite; rerun: reapcheck run --db sqlite --exact grace/x"), "{out}");
+}
+
+#[test]
+fn verdict_refuses_a_folder_without_outcomes() {
+    let empty = scratch("empty");
+    let o = reapcheck(&["verdict", &empty.display().to_string()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("error: no outcomes.json in"), "{o:?}");
+}
+
+/// Chromium, or `None` with the reason printed; under `CI=true` a missing
+/// Chromium fails the test (`.ci/run` installs Debian's `chromium`).
+fn chromium() -> Option<PathBuf> {
+    for name in ["chromium", "chromium-browser", "google-chrome"] {
+        let found = std::env::var_os("PATH")
+            .into_iter()
+            .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+            .map(|d| d.join(name))
+            .find(|p| p.is_file());
+        if found.is_some() {
+            return found;
+        }
+    }
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true but no chromium on PATH: apt-get install chromium");
+    println!("skipped: no chromium on PATH (apt-get install chromium); the HTML matrix was not opened");
+    None
+}
+
+fn headless(chromium: &Path, extra: &[&str], url: &str) -> Output {
+    Command::new(chromium)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars"])
+        .args(extra)
+        .arg(url)
+        .output()
+        .expect("chromium starts")
+}
+
+#[test]
+fn the_html_matrix_opens_in_headless_chromium_and_a_click_shows_the_failure() {
+    let Some(chromium) = chromium() else { return };
+    // A copy of the SQLite dialect with the reap's COALESCE swapped: some
+    // grace/ scenarios fail on sqlite, with a diff, a trace and a rerun.
+    let dir = scratch("html");
+    let dialects = dir.join("dialects");
+    for dialect in ["sqlite", "mssql"] {
+        std::fs::create_dir_all(dialects.join(dialect)).unwrap();
+        for entry in std::fs::read_dir(root().join("dialects").join(dialect)).unwrap() {
+            let path = entry.unwrap().path();
+            let mut text = std::fs::read_to_string(&path).unwrap();
+            if dialect == "sqlite" {
+                text = text.replace("COALESCE(heartbeat_at, updated_at)", "COALESCE(updated_at, heartbeat_at)");
+            }
+            std::fs::write(dialects.join(dialect).join(path.file_name().unwrap()), text).unwrap();
+        }
+    }
+    let report = dir.join("report");
+    let o = reapcheck(&[
+        "run",
+        "--db",
+        "sqlite,mssql",
+        "--dialects",
+        &dialects.display().to_string(),
+        "--report",
+        &report.display().to_string(),
+        "grace/",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(report.join("outcomes.json")).unwrap()).unwrap();
+    let cases = json["cases"].as_array().unwrap();
+    let count = |result: &str| cases.iter().filter(|c| c["result"] == result).count();
+    assert!(count("fail") > 0 && count("skipped") > 0 && count("pass") > 0, "{json}");
+
+    // The first failing cell: row and column as the matrix orders them.
+    let html = std::fs::read_to_string(report.join("matrix.html")).unwrap();
+    let fail_cell = "<td class=\"cell fail\" id=\"";
+    let first_fail = html.find(fail_cell).expect("a failing cell") + fail_cell.len();
+    let id: String = html[first_fail..].chars().take_while(|c| *c != '"').collect();
+    let url = format!("file://{}#open={id}", report.join("matrix.html").display());
+
+    let dom = headless(&chromium, &["--dump-dom"], &url);
+    let dom = String::from_utf8_lossy(&dom.stdout);
+    assert_eq!(dom.matches("<td class=\"cell ").count(), cases.len(), "one cell per case");
+    assert_eq!(dom.matches("<td class=\"cell fail").count(), count("fail"));
+    assert_eq!(dom.matches("<td class=\"cell skipped").count(), count("skipped"));
+    assert!(dom.contains(&format!("<td class=\"cell fail selected\" id=\"{id}\">FAIL</td>")), "the click selects");
+    let shown = &dom[dom.find("<div id=\"detail\">").expect("the detail panel")..];
+    let shown = &shown[..shown.find("</div>").unwrap()];
+    assert!(
+        shown.contains("on sqlite <small>(leg sqlite,mssql, sqlite 3.") && shown.contains(": FAIL</h2>"),
+        "{shown}"
+    );
+    assert!(shown.contains("<h3>difference</h3>") && shown.contains("sqlite disagrees with the model"), "{shown}");
+    assert!(shown.contains("<h3>SQL trace</h3><pre class=\"SQL-trace\">trace on sqlite:"), "{shown}");
+    assert!(shown.contains("<h3>rerun</h3><pre class=\"rerun\">reapcheck run --db sqlite --dialects "), "{shown}");
+
+    // The screenshot CI keeps as an artifact.
+    std::fs::create_dir_all(root().join("reports")).unwrap();
+    let png = root().join("reports/matrix.png");
+    let _ = std::fs::remove_file(&png);
+    let shot = headless(&chromium, &["--window-size=1280,1100", &format!("--screenshot={}", png.display())], &url);
+    let bytes = std::fs::read(&png).unwrap_or_default();
+    assert!(bytes.starts_with(b"\x89PNG") && bytes.len() > 10_000, "no screenshot: {shot:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
