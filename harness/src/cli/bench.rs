@@ -6,6 +6,7 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use reapcheck::progress::Progress;
 use reapcheck::reach::{self, Reach};
 use reapcheck::runner::{self, Phases};
 
@@ -66,19 +67,23 @@ pub fn bench(args: BenchArgs) -> ExitCode {
             };
             let mut phases: Vec<Phases> = Vec::new();
             let mut passes = Vec::new();
+            let runs = (args.iterations.max(1) * scenarios.len()) as u64;
+            let progress = Progress::new(runs, &format!("bench {target}"));
             for _ in 0..args.iterations.max(1) {
                 let pass = Instant::now();
                 for s in &scenarios {
                     match runner::run_on_timed(&server, dialect, s).await {
                         Ok((_, p)) => phases.push(p),
                         Err(e) => {
-                            println!("{target}: {} failed: {e}", s.name);
+                            progress.suspend(|| println!("{target}: {} failed: {e}", s.name));
                             ok = false;
                         }
                     }
+                    progress.inc(1);
                 }
                 passes.push(pass.elapsed());
             }
+            drop(progress);
             println!(
                 "{target} [{}]: {} runs; per run median/p95 setup {} run {} teardown {}; corpus pass ({} scenarios, one at a time) median {}",
                 server.version(),

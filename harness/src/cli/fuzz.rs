@@ -9,6 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use reapcheck::dialect::Dialect;
 use reapcheck::fuzz::{self, FuzzSettings, TargetFuzz};
+use reapcheck::progress::Progress;
 use reapcheck::reach::{self, Reach};
 use reapcheck::target::Target;
 
@@ -96,7 +97,9 @@ pub fn fuzz(args: FuzzArgs) -> ExitCode {
             }
         };
         let on = format!("{target} [{}]", server.version());
+        let spinner = Progress::spinner(&format!("fuzz {target}: {} cases", args.cases));
         let result = fuzz::fuzz_target(runtime.handle(), &server, dialect, target, &settings);
+        drop(spinner);
         runtime.block_on(server.close());
         rates.push(format!("{target} {:.0}", result.cases_per_second()));
         if print_result(&on, target, &result, &args, seed, dialect) {

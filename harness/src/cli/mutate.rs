@@ -16,6 +16,7 @@ use reapcheck::dialect::{Dialect, contract, read_extra};
 use reapcheck::diff;
 use reapcheck::mutate::equivalent::{self, EquivalentError};
 use reapcheck::mutate::{Generation, MUTANTS, Mutant, MutantError, Operator, apply, generate};
+use reapcheck::progress::Progress;
 use reapcheck::reach::{self, Reach};
 use reapcheck::runner::{self, ModelRun};
 use reapcheck::scenario::{LoadedScenario, Schema};
@@ -208,10 +209,12 @@ async fn mutate_target(target: Target, plan: &Plan, scenarios: &[LoadedScenario]
     }
     let order = KillOrder::new(scenarios.len());
     let order = &order;
+    let progress = Progress::new((plan.named.len() + g.mutants.len()) as u64, &format!("mutate {target}"));
     let named = stream::iter(
         plan.named.iter().map(|(_, d)| first_killer(target, &server, d.clone(), None, scenarios, models, order)),
     )
     .buffered(CONCURRENT_RUNS)
+    .inspect(|_| progress.inc(1))
     .collect::<Vec<_>>()
     .await;
     let generated =
@@ -219,8 +222,10 @@ async fn mutate_target(target: Target, plan: &Plan, scenarios: &[LoadedScenario]
             first_killer(target, &server, m.apply(&g.round_trip), Some(&m.statement), scenarios, models, order)
         }))
         .buffered(CONCURRENT_RUNS)
+        .inspect(|_| progress.inc(1))
         .collect::<Vec<_>>()
         .await;
+    drop(progress);
     server.close().await;
 
     let mut ok = true;

@@ -8,6 +8,7 @@ use futures_util::{StreamExt, stream};
 
 use reapcheck::coverage::Coverage;
 use reapcheck::dialect::Dialect;
+use reapcheck::progress::Progress;
 use reapcheck::reach::{self, Reach};
 use reapcheck::report::{self, CaseRecord, outcomes};
 use reapcheck::runner::{self, Verdict};
@@ -189,6 +190,7 @@ async fn run_all(
     let mut records = Vec::new();
     let mut coverages = Vec::new();
     let mut models = Vec::with_capacity(scenarios.len());
+    let progress = Progress::new((scenarios.len() * (targets.len() + 1)) as u64, "run");
     for s in scenarios {
         let started = Instant::now();
         let mut model = runner::check_model(s).await;
@@ -204,7 +206,8 @@ async fn run_all(
         }
         let hash = Some(outcomes::hash(model.yaml.as_bytes()));
         let record = record(s, "model", "model", model.verdict.clone(), started, hash, args);
-        print_line(&record, s);
+        progress.suspend(|| print_line(&record, s));
+        progress.inc(1);
         records.push(record);
         models.push(model);
     }
@@ -213,7 +216,8 @@ async fn run_all(
         let (server, _container) = match reach::reach(target).await {
             Reach::Ready(server, keep) => (server, keep),
             Reach::Skipped(reason) if !required.contains(&target) => {
-                println!("skipped: {target} ({} scenarios): {reason}", scenarios.len());
+                progress.suspend(|| println!("skipped: {target} ({} scenarios): {reason}", scenarios.len()));
+                progress.inc(scenarios.len() as u64);
                 let verdict = Verdict::Skipped(reason);
                 records.extend(
                     scenarios
@@ -224,7 +228,9 @@ async fn run_all(
             }
             Reach::Skipped(reason) | Reach::Unreachable(reason) => {
                 let why = if required.contains(&target) { " (required by REAPCHECK_REQUIRE)" } else { "" };
-                println!("FAIL     {target}{why} ({} scenarios not run): {reason}", scenarios.len());
+                progress
+                    .suspend(|| println!("FAIL     {target}{why} ({} scenarios not run): {reason}", scenarios.len()));
+                progress.inc(scenarios.len() as u64);
                 let verdict = Verdict::Fail(format!("not run: {reason}"));
                 records.extend(
                     scenarios
@@ -266,10 +272,13 @@ async fn run_all(
         let mut coverage = Coverage::new(target.name(), dialect);
         let mut results = stream::iter(cases).buffered(args.jobs.max(1));
         while let Some((s, record, log, traced)) = results.next().await {
-            print_line(&record, s);
-            if let Some(t) = traced {
-                print!("{}", indent(&t));
-            }
+            progress.suspend(|| {
+                print_line(&record, s);
+                if let Some(t) = traced {
+                    print!("{}", indent(&t));
+                }
+            });
+            progress.inc(1);
             match record.verdict {
                 Verdict::Skipped(_) => coverage.add_skipped(),
                 Verdict::Fail(_) => {
