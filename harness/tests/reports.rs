@@ -156,6 +156,18 @@ fn verdict_fails_a_failed_case_and_an_interrupted_leg() {
 }
 
 #[test]
+fn a_run_that_ends_early_leaves_no_earlier_report() {
+    let dir = scratch("early");
+    for name in ["junit.xml", "summary.txt", "outcomes.json", "matrix.html", "summary.md"] {
+        std::fs::write(dir.join(name), "from a passing run").unwrap();
+    }
+    let o = reapcheck(&["run", "--db", "oracle", "--report", &dir.display().to_string()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "the previous run's reports are gone");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn verdict_refuses_a_folder_without_outcomes() {
     let empty = scratch("empty");
     let o = reapcheck(&["verdict", &empty.display().to_string()]);
@@ -220,6 +232,18 @@ fn the_html_matrix_opens_in_headless_chromium_and_a_click_shows_the_failure() {
         "grace/",
     ]);
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    // The terminal's closing list of failures, then the closing line.
+    let out = stdout(&o);
+    let list = &out[out.rfind("\nfailures (").expect("a closing list of failures") + 1..];
+    assert!(list.lines().nth(1).unwrap().starts_with("    grace/"), "{list}");
+    assert!(list.lines().nth(1).unwrap().contains(" on sqlite: reapcheck run --db sqlite --dialects "), "{list}");
+    assert!(list.lines().last().unwrap().ends_with(" failed, 11 skipped"), "{list}");
+    let md = std::fs::read_to_string(report.join("summary.md")).unwrap();
+    assert!(
+        md.contains("| sqlite,mssql | mssql | not run | 0 | 0 | 0 | 11 | 0 |") && md.contains("### Failures ("),
+        "{md}"
+    );
+    assert!(std::fs::read_to_string(report.join("junit.xml")).unwrap().contains("<failure"));
     let json: Value = serde_json::from_str(&std::fs::read_to_string(report.join("outcomes.json")).unwrap()).unwrap();
     let cases = json["cases"].as_array().unwrap();
     let count = |result: &str| cases.iter().filter(|c| c["result"] == result).count();

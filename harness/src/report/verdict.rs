@@ -43,6 +43,10 @@ pub enum ProblemKind {
     Undeclared,
 }
 
+/// Failures listed one by one per leg; the rest are counted in one line
+/// (an unreachable required target fails every scenario at once).
+pub const MAX_FAILURES_SHOWN: usize = 10;
+
 /// Every problem of `legs`, given the leg names `expected` (empty: only
 /// the legs given are checked). The first leg is the reference for the
 /// corpus; legs should be sorted by name for stable messages.
@@ -119,9 +123,18 @@ pub fn check(legs: &[LegOutcomes], expected: &[String]) -> Vec<Problem> {
                 );
             }
         }
-        for c in leg.cases.iter().filter(|c| c.result == CaseResult::Fail) {
+        let failed: Vec<_> = leg.cases.iter().filter(|c| c.result == CaseResult::Fail).collect();
+        for c in failed.iter().take(MAX_FAILURES_SHOWN) {
             let rerun = c.rerun.as_deref().map(|r| format!("; rerun: {r}")).unwrap_or_default();
             push(name, ProblemKind::Failed, format!("leg `{name}`: {} failed on {}{rerun}", c.scenario, c.target));
+        }
+        if failed.len() > MAX_FAILURES_SHOWN {
+            let more = failed.len() - MAX_FAILURES_SHOWN;
+            push(
+                name,
+                ProblemKind::Failed,
+                format!("leg `{name}`: {more} more failures: see its summary.md or the matrix"),
+            );
         }
     }
     undeclared(legs, &mut push);
@@ -221,5 +234,14 @@ mod tests {
             problems[4].message
         );
         assert!(problems[5].message.ends_with("rerun: reapcheck run --db cockroach --exact grace/b"));
+    }
+
+    #[test]
+    fn many_failures_of_one_leg_are_counted_after_the_first_ten() {
+        let names: Vec<String> = (0..25).map(|i| format!("grace/s{i:02}")).collect();
+        let cases: Vec<_> = names.iter().map(|n| (n.as_str(), "mssql", CaseResult::Fail, "")).collect();
+        let problems = check(&[leg("ms", &cases)], &[]);
+        assert_eq!(problems.len(), MAX_FAILURES_SHOWN + 1);
+        assert_eq!(problems[10].message, "leg `ms`: 15 more failures: see its summary.md or the matrix");
     }
 }
