@@ -272,6 +272,23 @@ fn the_html_matrix_opens_in_headless_chromium_and_a_click_shows_the_failure() {
     assert!(shown.contains("<h3>SQL trace</h3><pre class=\"SQL-trace\">trace on sqlite:"), "{shown}");
     assert!(shown.contains("<h3>rerun</h3><pre class=\"rerun\">reapcheck run --db sqlite --dialects "), "{shown}");
 
+    // The filters: by status, then by name as well.
+    let filtered = |hash: &str| {
+        let url = format!("file://{}#{hash}", report.join("matrix.html").display());
+        let dom = headless(&chromium, &["--dump-dom"], &url);
+        let dom = String::from_utf8_lossy(&dom.stdout).into_owned();
+        let shown = dom.matches("<tr class=\"row\"").count();
+        let hidden = dom.matches("<tr class=\"row hidden\"").count();
+        (shown, hidden)
+    };
+    let failed_scenarios: std::collections::BTreeSet<&str> =
+        cases.iter().filter(|c| c["result"] == "fail").map(|c| c["scenario"].as_str().unwrap()).collect();
+    let rows = cases.iter().map(|c| c["scenario"].as_str().unwrap()).collect::<std::collections::BTreeSet<_>>().len();
+    assert_eq!(filtered("status=fail"), (failed_scenarios.len(), rows - failed_scenarios.len()));
+    let one = failed_scenarios.iter().next().unwrap();
+    assert_eq!(filtered(&format!("status=fail&name={one}")), (1, rows - 1));
+    assert_eq!(filtered("name=no-such-scenario"), (0, rows));
+
     // The screenshot CI keeps as an artifact.
     std::fs::create_dir_all(root().join("reports")).unwrap();
     let png = root().join("reports/matrix.png");

@@ -7,8 +7,9 @@
 //! the outcome files is escaped by `html-escape`.
 //!
 //! Opening the file with `#open=<cell id>` (`#open=c-0-1`: row 0, column 1)
-//! clicks that cell once loaded, so a link (or a headless browser) can show
-//! a case's details directly.
+//! clicks that cell once loaded, and `#status=fail&name=grace` sets the
+//! filters, so a link (or a headless browser) can show a case's details or
+//! a filtered view directly.
 
 use std::fmt::Write as _;
 
@@ -69,8 +70,12 @@ const SCRIPT: &str = r#"
   }
   status.addEventListener('change',filter);
   name.addEventListener('input',filter);
-  var m=/^#open=(c-\d+-\d+)$/.exec(location.hash);
-  if(m){var c=document.getElementById(m[1]); if(c){c.click();}}
+  var params=new URLSearchParams(location.hash.slice(1));
+  if(params.has('status')){status.value=params.get('status');}
+  if(params.has('name')){name.value=params.get('name');}
+  filter();
+  var open=params.get('open');
+  if(open&&/^c-\d+-\d+$/.test(open)){var c=document.getElementById(open); if(c){c.click();}}
 })();
 "#;
 
