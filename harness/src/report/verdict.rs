@@ -156,14 +156,21 @@ fn undeclared(legs: &[LegOutcomes], push: &mut impl FnMut(&str, ProblemKind, Str
                 None => {
                     first.insert(&c.scenario, (hash, &leg.leg, &c.target));
                 }
-                Some(&(seen, seen_leg, seen_target)) if seen != hash => push(
-                    &leg.leg,
-                    ProblemKind::Undeclared,
-                    format!(
-                        "leg `{}`: {} on {} has outcome {hash} but leg `{seen_leg}` has {seen} on {seen_target}, and no divergence is declared: compare the two with `reapcheck run --db {},{} --exact {}` or declare the divergence in the scenario",
-                        leg.leg, c.scenario, c.target, seen_target, c.target, c.scenario
-                    ),
-                ),
+                Some(&(seen, seen_leg, seen_target)) if seen != hash => {
+                    // `run` always plays the model too: only database targets go in --db.
+                    let mut db: Vec<&str> =
+                        [seen_target, c.target.as_str()].into_iter().filter(|t| *t != "model").collect();
+                    db.dedup();
+                    let db = if db.is_empty() { "sqlite".to_owned() } else { db.join(",") };
+                    push(
+                        &leg.leg,
+                        ProblemKind::Undeclared,
+                        format!(
+                            "leg `{}`: {} on {} has outcome {hash} but leg `{seen_leg}` has {seen} on {seen_target}, and no divergence is declared: compare them with `reapcheck run --db {db} --exact {}` on each leg's setup, or declare the divergence in the scenario",
+                            leg.leg, c.scenario, c.target, c.scenario
+                        ),
+                    );
+                }
                 Some(_) => {}
             }
         }
@@ -228,6 +235,7 @@ mod tests {
             undeclared.contains("grace/a on cockroach has outcome h7 but leg `pg` has h1 on model"),
             "{undeclared}"
         );
+        assert!(undeclared.contains("`reapcheck run --db cockroach --exact grace/a`"), "{undeclared}");
         assert!(
             problems[4].message.contains("every case was skipped: no REAPCHECK_mssql_URL"),
             "{}",
