@@ -639,7 +639,7 @@ steps:
             let want = crate::driver::run(&scenario, &mut Model::new(scenario.schema), None).await.expect("model");
             assert!(want.jobs.values().any(|j| j.status != Status::Processing), "{name} changes nothing");
             for zone in ZONES {
-                scenario.session_time_zone = zone.map(str::to_owned);
+                scenario.session_time_zone = zone.map(|z| crate::scenario::Located::new(z.to_owned()));
                 let started = std::time::Instant::now();
                 let got =
                     run_sql(&server, &dialect, &scenario).await.unwrap_or_else(|e| panic!("{name} in {zone:?}: {e}"));

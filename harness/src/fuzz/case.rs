@@ -223,7 +223,8 @@ impl Case {
             .enumerate()
             .map(|(i, j)| {
                 let has_beat = j.heartbeat.is_some() && !self.legacy;
-                let before = |o: Offset| TimeSpec::Relative(Duration::from_micros(-edges(i, grace, o, has_beat)));
+                let before =
+                    |o: Offset| Located::new(TimeSpec::Relative(Duration::from_micros(-edges(i, grace, o, has_beat))));
                 Job {
                     id: Located::new(job_name(i)),
                     class: Located::new(class_name(j.class)),
@@ -244,12 +245,12 @@ impl Case {
             .lease
             .iter()
             .map(|l| Lease {
-                name: match l.class {
+                name: Located::new(match l.class {
                     Some(c) => format!("job:{}", class_name(c)),
                     None => format!("key:{KEY}"),
-                },
+                }),
                 owner: format!("{}/1", job_name(l.owner)),
-                expires: TimeSpec::Relative(Duration::from_micros(l.expires_secs * 1_000_000 + l.nudge)),
+                expires: Located::new(TimeSpec::Relative(Duration::from_micros(l.expires_secs * 1_000_000 + l.nudge))),
             })
             .collect();
         let queues =
@@ -287,7 +288,7 @@ impl Case {
             now: Instant::from_unix_micros(self.now),
             settings: Settings { heartbeat_grace: self.app_grace },
             schema: if self.legacy { Schema::Legacy } else { Schema::Standard },
-            session_time_zone: self.zone.map(str::to_owned),
+            session_time_zone: self.zone.map(|z| Located::new(z.to_owned())),
             classes: classes.into_iter().enumerate().map(|(i, c)| (format!("C{i}"), c)).collect::<BTreeMap<_, _>>(),
             jobs,
             leases,

@@ -20,7 +20,13 @@ pub struct LoadedScenario {
     pub scenario: Scenario,
 }
 
-/// Every `.yaml` file below `root`, sorted by name.
+/// The largest scenario file read: 8 MiB, a thousand times the largest in
+/// the corpus, so a runaway file (or a symlink to `/dev/zero`) is refused
+/// instead of read into memory.
+pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
+
+/// Every `.yaml` file below `root`, sorted by name. A `.yml` file is an
+/// error (it would otherwise be silently skipped): rename it.
 pub fn discover(root: &Path) -> Result<Vec<(String, PathBuf)>, ScenarioError> {
     let mut found = Vec::new();
     walk(root, root, &mut found)?;
@@ -34,6 +40,9 @@ fn walk(root: &Path, dir: &Path, found: &mut Vec<(String, PathBuf)>) -> Result<(
         let path = entry.map_err(read_error)?.path();
         if path.is_dir() {
             walk(root, &path, found)?;
+        } else if path.extension().is_some_and(|e| e == "yml") {
+            let renamed = path.with_extension("yaml").display().to_string();
+            return Err(ScenarioError { path, position: None, kind: ScenarioErrorKind::YmlExtension(renamed) });
         } else if path.extension().is_some_and(|e| e == "yaml") {
             let relative = path.strip_prefix(root).expect("walked below root").with_extension("");
             let name = relative.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
@@ -46,8 +55,37 @@ fn walk(root: &Path, dir: &Path, found: &mut Vec<(String, PathBuf)>) -> Result<(
 /// Reads and validates one file; every problem in it is returned.
 pub fn parse_file(name: &str, path: &Path) -> Result<LoadedScenario, Vec<ScenarioError>> {
     let error = |position, kind| ScenarioError { path: path.to_owned(), position, kind };
-    let text = std::fs::read_to_string(path).map_err(|e| vec![error(None, ScenarioErrorKind::Read(e))])?;
+    let text = read_text(path).map_err(|(position, kind)| vec![error(position, kind)])?;
     parse_named(name, path, &text)
+}
+
+/// The text of the regular file at `path` (symlinks followed), at most
+/// [`MAX_FILE_BYTES`]; a FIFO or device is refused before it is opened, so
+/// it cannot block or stream forever.
+pub fn read_text(path: &Path) -> Result<String, (Option<Position>, ScenarioErrorKind)> {
+    use std::io::Read;
+    let metadata = std::fs::metadata(path).map_err(|e| (None, ScenarioErrorKind::Read(e)))?;
+    if !metadata.is_file() {
+        return Err((None, ScenarioErrorKind::NotRegularFile));
+    }
+    let too_large = |size| (None, ScenarioErrorKind::TooLarge { size, limit: MAX_FILE_BYTES });
+    if metadata.len() > MAX_FILE_BYTES {
+        return Err(too_large(metadata.len()));
+    }
+    let file = std::fs::File::open(path).map_err(|e| (None, ScenarioErrorKind::Read(e)))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| (None, ScenarioErrorKind::Read(e)))?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(too_large(bytes.len() as u64));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let offset = e.utf8_error().valid_up_to();
+        let before = &e.as_bytes()[..offset];
+        let line = before.iter().filter(|b| **b == b'\n').count() as u64 + 1;
+        let line_start = before.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        let column = String::from_utf8_lossy(&before[line_start..]).chars().count() as u64 + 1;
+        (Some(Position { line, column }), ScenarioErrorKind::NotUtf8 { offset })
+    })
 }
 
 /// Parses and validates `text` as if it had been read from `path`: what
