@@ -571,3 +571,51 @@ fn a_failing_command_inside_a_script_is_named_by_its_own_line() {
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(out.contains(&format!("no_such_table (in the command at sqlite/schema.sql:{line})")), "{out}");
 }
+
+/// Every file below `dir`, recursively, as text (lossy).
+fn every_file(dir: &std::path::Path, out: &mut Vec<(PathBuf, String)>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            every_file(&path, out);
+        } else {
+            let bytes = std::fs::read(&path).unwrap_or_default();
+            out.push((path, String::from_utf8_lossy(&bytes).into_owned()));
+        }
+    }
+}
+
+#[test]
+fn a_planted_password_in_any_form_reaches_no_output_channel() {
+    // One connection string per credential form, each with its own planted
+    // secret, for a server that refuses (port 1), so the error paths that
+    // print a connection string run.
+    let forms: &[(&str, &str, &str)] = &[
+        ("postgres", "REAPCHECK_POSTGRES_URL", "postgres://u:PLANTEDuserinfo@127.0.0.1:1/test"),
+        ("postgres", "REAPCHECK_POSTGRES_URL", "postgres://127.0.0.1:1/test?user=u&password=PLANTEDquery"),
+        ("postgres", "REAPCHECK_POSTGRES_URL", "postgres://127.0.0.1:1/test?sslpassword=PLANTEDssl&user=u"),
+        ("postgres", "REAPCHECK_POSTGRES_URL", "host=127.0.0.1 port=1 user=u password=PLANTEDlibpq dbname=test"),
+        ("postgres", "REAPCHECK_POSTGRES_URL", "host=127.0.0.1 port=1 password='PLANTED quoted' dbname=test"),
+        ("mariadb", "REAPCHECK_MARIADB_URL", "mysql://root:PLANTEDmaria@127.0.0.1:1/test"),
+        ("mssql", "REAPCHECK_MSSQL_URL", "Server=tcp:127.0.0.1,1;User Id=sa;Password=PLANTEDado;Encrypt=false"),
+        ("mssql", "REAPCHECK_MSSQL_URL", "Server=127.0.0.1,1;Uid=sa;Pwd={PLANTED;braced};"),
+        ("mssql", "REAPCHECK_MSSQL_URL", "jdbc:sqlserver://127.0.0.1:1;user=sa;password=PLANTEDjdbc;encrypt=false"),
+        ("mssql", "REAPCHECK_MSSQL_URL", "mssql://sa:PLANTEDmssql@127.0.0.1:1/master"),
+    ];
+    for (i, (target, variable, url)) in forms.iter().enumerate() {
+        let scratch = Scratch::new(&format!("secret-{i}"));
+        let reports = scratch.0.join("reports");
+        let o = reapcheck_with(
+            &["run", "--db", target, "--report", &reports.display().to_string(), "grace/"],
+            &[(variable, url)],
+        );
+        assert_eq!(o.status.code(), Some(1), "{url}: {}{}", stdout(&o), stderr(&o));
+        let mut channels = vec![(PathBuf::from("stdout"), stdout(&o)), (PathBuf::from("stderr"), stderr(&o))];
+        every_file(&scratch.0, &mut channels);
+        assert!(channels.len() > 2, "{url}: no report was written");
+        for (channel, text) in &channels {
+            assert!(!text.contains("PLANTED"), "{url}: the secret reached {}:\n{text}", channel.display());
+        }
+        assert!(stdout(&o).contains("127.0.0.1"), "{url}: the server is still named: {}", stdout(&o));
+    }
+}

@@ -223,8 +223,11 @@ impl Case {
             .enumerate()
             .map(|(i, j)| {
                 let has_beat = j.heartbeat.is_some() && !self.legacy;
-                let before =
-                    |o: Offset| Located::new(TimeSpec::Relative(Duration::from_micros(-edges(i, grace, o, has_beat))));
+                let before = |o: Offset| {
+                    Located::new(TimeSpec::Relative(Duration::from_micros(
+                        edges(i, grace, o, has_beat).saturating_neg(),
+                    )))
+                };
                 Job {
                     id: Located::new(job_name(i)),
                     class: Located::new(class_name(j.class)),
@@ -250,7 +253,9 @@ impl Case {
                     None => format!("key:{KEY}"),
                 }),
                 owner: format!("{}/1", job_name(l.owner)),
-                expires: Located::new(TimeSpec::Relative(Duration::from_micros(l.expires_secs * 1_000_000 + l.nudge))),
+                expires: Located::new(TimeSpec::Relative(Duration::from_micros(
+                    l.expires_secs.saturating_mul(1_000_000).saturating_add(l.nudge),
+                ))),
             })
             .collect();
         let queues =
@@ -274,7 +279,7 @@ impl Case {
                 StepCase::Fail { job, attempt: n } => Step::Fail(attempt(job, n)),
                 StepCase::Advance { job, by, back } => {
                     let micros = edges(job, grace, by, !self.legacy);
-                    Step::Advance(Duration::from_micros(if back { -micros } else { micros }))
+                    Step::Advance(Duration::from_micros(if back { micros.saturating_neg() } else { micros }))
                 }
                 StepCase::Set { grace: g } => {
                     grace = g;
@@ -331,7 +336,9 @@ impl Offset {
             Edge::Window => rules::window(has_beat, grace, claim_window),
             Edge::Seconds(s) => s,
         };
-        seconds * 1_000_000 + self.nudge
+        // Saturating: the extremes test feeds any i64 here, and a value
+        // out of the range is for the loader to refuse, not to overflow.
+        seconds.saturating_mul(1_000_000).saturating_add(self.nudge)
     }
 }
 

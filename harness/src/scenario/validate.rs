@@ -298,6 +298,36 @@ mod tests {
     }
 
     #[test]
+    fn duplicate_leases_and_non_canonical_labels_are_refused_where_written() {
+        let found = problems(
+            "description: x\nclasses: { C: {} }\njobs: [ { id: a, class: C } ]\n\
+             leases:\n  - { name: n, owner: a/1, expires: +1m }\n  - { name: n, owner: a/2, expires: +1m }\n\
+             steps:\n  - claim: { job: a, as: a/01 }\n  - heartbeat: { job: a, attempt: a/+1 }\n\
+             \x20 - complete: { job: a, attempt: a/0 }\n  - fail: { job: a, attempt: a/1 }\n",
+        );
+        assert_eq!(
+            found,
+            vec![
+                "6:13: duplicate lease name `n`: give each lease row its own name",
+                "8:26: attempt label `a/01` is not canonical: write `a/1` (a number without sign or leading zeros)",
+                "9:35: attempt label `a/+1` is not canonical: write `a/1` (a number without sign or leading zeros)",
+                "10:34: unknown attempt `a/0` of job `a`: use `a/<n>` or a label given with `as:` on a claim of `a`",
+            ]
+        );
+    }
+
+    #[test]
+    fn expect_step_counts_and_time_zones_have_positions() {
+        let found = problems(
+            "description: x\nsession_time_zone: Mars Base\nclasses: { C: {} }\njobs: [ { id: a, class: C } ]\n\
+             steps: [ reap ]\nexpect:\n  steps: [ { reap: 1 }, null ]\n",
+        );
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found[0].starts_with("2:20: invalid session_time_zone `Mars Base`"), "{found:?}");
+        assert!(found[1].starts_with("7:10: expect.steps has 2 entries but the scenario has 1 steps"), "{found:?}");
+    }
+
+    #[test]
     fn recognises_zone_names_and_offsets() {
         for ok in ["UTC", "America/New_York", "+05:30", "-03:00", "Asia/Kathmandu", "Etc/GMT+5"] {
             assert!(is_time_zone(ok), "{ok}");
@@ -313,5 +343,7 @@ mod tests {
         assert_eq!(numbered("a", "a/0"), None);
         assert_eq!(numbered("a", "ab/1"), None);
         assert_eq!(numbered("a", "b/1"), None);
+        assert_eq!(numbered("a", "a/01"), None, "only the canonical spelling is the numbered attempt");
+        assert_eq!(numbered("a", "a/+1"), None);
     }
 }
