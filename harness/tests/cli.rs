@@ -619,3 +619,72 @@ fn a_planted_password_in_any_form_reaches_no_output_channel() {
         assert!(stdout(&o).contains("127.0.0.1"), "{url}: the server is still named: {}", stdout(&o));
     }
 }
+
+#[test]
+fn check_refuses_what_would_crash_or_wrap_at_run_time_with_file_line_and_column() {
+    let scratch = Scratch::new("crash-repros");
+    let head = "description: x\nclasses: { C: {} }\n";
+    let job = "jobs: [ { id: a, class: C, status: processing, attempts: 1, claimed: -1h } ]\n";
+    let files = [
+        (
+            "advance.yaml",
+            format!("{head}{job}steps: [ {{advance: 100000000d}}, reap ]\n"),
+            "advance.yaml:4:20: duration `+100000000d` is longer than the range",
+        ),
+        (
+            "claimed.yaml",
+            format!("{head}jobs: [ {{ id: a, class: C, claimed: -100000000d }} ]\nsteps: [ reap ]\n"),
+            "claimed.yaml:3:37: duration `-100000000d` is longer",
+        ),
+        (
+            "timeout.yaml",
+            format!("description: x\nclasses: {{ C: {{ timeout: 9223372036854 }} }}\n{job}steps: [ reap ]\n"),
+            "timeout.yaml:2:26: `9223372036854` is out of range",
+        ),
+        (
+            "backoff.yaml",
+            format!("description: x\nclasses: {{ C: {{ base_delay: 9223372036854775807 }} }}\n{job}steps: [ reap ]\n"),
+            "backoff.yaml:2:29: `9223372036854775807` is out of range",
+        ),
+        (
+            "clock.yaml",
+            format!("{head}{job}steps: [ {{advance: 1500000d}}, {{advance: 1500000d}}, reap ]\n"),
+            "clock.yaml:4:31: the clock after `advance: +1500000d` from 6132-11-25T12:00:00Z leaves the range",
+        ),
+        (
+            "units.yaml",
+            "description: x\nsettings: { heartbeat_grace: 30s }\nsteps: []\n".to_owned(),
+            "units.yaml:2:30: `30s` has a unit, but this field takes whole seconds as an integer with no unit: write `30`",
+        ),
+    ];
+    for (name, text, _) in &files {
+        std::fs::write(scratch.0.join(name), text).unwrap();
+    }
+    let o = reapcheck(&["check", "--scenarios", &scratch.0.display().to_string()]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    for (_, _, expected) in &files {
+        assert!(err.contains(expected), "missing `{expected}` in:\n{err}");
+    }
+    // `run` refuses them the same way, before running anything.
+    let o = reapcheck(&["run", "--scenarios", &scratch.0.display().to_string()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[cfg(unix)]
+#[test]
+fn check_does_not_hang_on_a_fifo_or_read_dev_zero_and_refuses_yml() {
+    let scratch = Scratch::new("special-files");
+    assert!(std::process::Command::new("mkfifo").arg(scratch.0.join("pipe.yaml")).status().unwrap().success());
+    std::os::unix::fs::symlink("/dev/zero", scratch.0.join("zero.yaml")).unwrap();
+    let o = reapcheck(&["check", "--scenarios", &scratch.0.display().to_string()]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("pipe.yaml: not a regular file") && err.contains("zero.yaml: not a regular file"), "{err}");
+    let yml = Scratch::new("yml-file");
+    let recent = std::fs::read_to_string(root().join("scenarios/grace/recent-beat.yaml")).unwrap();
+    std::fs::write(yml.0.join("recent-beat.yml"), recent).unwrap();
+    let o = reapcheck(&["check", "--scenarios", &yml.0.display().to_string()]);
+    assert_eq!(o.status.code(), Some(2), "a .yml file is never silently ignored: {}", stdout(&o));
+    assert!(stderr(&o).contains("recent-beat.yml: scenario files end in `.yaml`"), "{}", stderr(&o));
+}
