@@ -482,3 +482,27 @@ fn unexpected(wanted: &str, got: Reply) -> EngineError {
 fn describe(step: &Step) -> String {
     serde_saphyr::to_string(step).unwrap_or_default().trim().replace('\n', " ")
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::engine::EngineErrorKind;
+    use crate::model::Model;
+    use crate::scenario::parse_text;
+
+    /// A scenario that skipped `check` (parsed, not validated) and leaves
+    /// the range: the driver reports it instead of panicking or wrapping.
+    #[tokio::test]
+    async fn an_instant_out_of_range_is_an_error_not_a_panic() {
+        let cases = [
+            "now: 9999-12-31T23:59:00Z\nclasses: { C: {} }\njobs: [ { id: a, class: C } ]\nsteps: [ { advance: 1h } ]\n",
+            "now: 1000-01-01T00:05:00Z\nclasses: { C: {} }\njobs: [ { id: a, class: C, status: processing, attempts: 1, claimed: -1m } ]\nsteps: [ reap ]\n",
+            "now: 9999-12-31T23:59:00Z\nclasses: { C: {} }\njobs: [ { id: a, class: C, run_at: +1h } ]\nsteps: []\n",
+        ];
+        for yaml in cases {
+            let scenario = parse_text(&format!("description: x\n{yaml}")).unwrap();
+            let mut model = Model::new(scenario.schema);
+            let error = super::run(&scenario, &mut model, None).await.unwrap_err();
+            assert!(matches!(error.kind, EngineErrorKind::OutOfRange(_)), "{yaml}: {error}");
+        }
+    }
+}

@@ -67,17 +67,25 @@ pub fn message(message: &str, connection: &str) -> String {
 /// so that a panic can never show a credential; the location is kept.
 pub fn install_panic_hook() {
     std::panic::set_hook(Box::new(|info| {
-        let payload = info
-            .payload()
-            .downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| info.payload().downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a panic without a message".to_owned());
-        let at = info.location().map_or(String::new(), |l| format!(" at {}:{}:{}", l.file(), l.line(), l.column()));
         let thread = std::thread::current();
-        let name = thread.name().unwrap_or("<unnamed>");
-        eprintln!("thread '{name}' panicked{at}:\n{}", text(&payload));
+        eprintln!("{}", panic_report(thread.name().unwrap_or("<unnamed>"), info.location(), info.payload()));
     }));
+}
+
+/// What the panic hook prints: the thread, the location and the message,
+/// the message redacted.
+fn panic_report(
+    thread: &str,
+    location: Option<&std::panic::Location<'_>>,
+    payload: &(dyn std::any::Any + Send),
+) -> String {
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned());
+    let at = location.map_or(String::new(), |l| format!(" at {}:{}:{}", l.file(), l.line(), l.column()));
+    format!("thread '{thread}' panicked{at}:\n{}", text(&message))
 }
 
 /// The byte range of the first secret in `text`: a URL's user-info
@@ -254,6 +262,16 @@ mod tests {
     #[case::prose("the password is wrong; retry", "the password is wrong; retry")]
     fn every_form_is_redacted(#[case] input: &str, #[case] expected: &str) {
         assert_eq!(text(input), expected);
+    }
+
+    #[test]
+    fn a_panic_message_is_printed_redacted() {
+        let payload: Box<dyn std::any::Any + Send> =
+            Box::new(format!("cannot bind for {}", "postgres://u:PLANTED@h/db?sslpassword=PLANTED2"));
+        let report = panic_report("main", Some(std::panic::Location::caller()), payload.as_ref());
+        assert!(!report.contains("PLANTED"), "{report}");
+        assert!(report.starts_with("thread 'main' panicked at harness/src/redact.rs:"), "{report}");
+        assert!(report.ends_with("cannot bind for postgres://u:***@h/db?sslpassword=***"), "{report}");
     }
 
     #[test]
