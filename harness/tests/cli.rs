@@ -687,4 +687,19 @@ fn check_does_not_hang_on_a_fifo_or_read_dev_zero_and_refuses_yml() {
     let o = reapcheck(&["check", "--scenarios", &yml.0.display().to_string()]);
     assert_eq!(o.status.code(), Some(2), "a .yml file is never silently ignored: {}", stdout(&o));
     assert!(stderr(&o).contains("recent-beat.yml: scenario files end in `.yaml`"), "{}", stderr(&o));
+    // The same for a dialect folder: a FIFO named `*.sql` is refused, not read.
+    let dialects = Scratch::new("fifo-dialect");
+    for entry in std::fs::read_dir(root().join("dialects")).unwrap() {
+        let from = entry.unwrap().path();
+        let to = dialects.0.join(from.file_name().unwrap());
+        std::fs::create_dir_all(&to).unwrap();
+        for file in std::fs::read_dir(&from).unwrap() {
+            let file = file.unwrap().path();
+            std::fs::copy(&file, to.join(file.file_name().unwrap())).unwrap();
+        }
+    }
+    assert!(std::process::Command::new("mkfifo").arg(dialects.0.join("sqlite/zz.sql")).status().unwrap().success());
+    let o = reapcheck(&["check", "--dialects", &dialects.0.display().to_string()]);
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("zz.sql") && stderr(&o).contains("not a regular file"), "{}", stderr(&o));
 }

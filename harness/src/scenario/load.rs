@@ -20,10 +20,7 @@ pub struct LoadedScenario {
     pub scenario: Scenario,
 }
 
-/// The largest scenario file read: 8 MiB, a thousand times the largest in
-/// the corpus, so a runaway file (or a symlink to `/dev/zero`) is refused
-/// instead of read into memory.
-pub const MAX_FILE_BYTES: u64 = 8 * 1024 * 1024;
+pub use crate::input_file::MAX_FILE_BYTES;
 
 /// Every `.yaml` file below `root`, sorted by name. A `.yml` file is an
 /// error (it would otherwise be silently skipped): rename it.
@@ -60,24 +57,15 @@ pub fn parse_file(name: &str, path: &Path) -> Result<LoadedScenario, Vec<Scenari
 }
 
 /// The text of the regular file at `path` (symlinks followed), at most
-/// [`MAX_FILE_BYTES`]; a FIFO or device is refused before it is opened, so
-/// it cannot block or stream forever.
+/// [`MAX_FILE_BYTES`] (see `crate::input_file`), as UTF-8; invalid UTF-8 is
+/// reported at its byte offset, line and column.
 pub fn read_text(path: &Path) -> Result<String, (Option<Position>, ScenarioErrorKind)> {
-    use std::io::Read;
-    let metadata = std::fs::metadata(path).map_err(|e| (None, ScenarioErrorKind::Read(e)))?;
-    if !metadata.is_file() {
-        return Err((None, ScenarioErrorKind::NotRegularFile));
-    }
-    let too_large = |size| (None, ScenarioErrorKind::TooLarge { size, limit: MAX_FILE_BYTES });
-    if metadata.len() > MAX_FILE_BYTES {
-        return Err(too_large(metadata.len()));
-    }
-    let file = std::fs::File::open(path).map_err(|e| (None, ScenarioErrorKind::Read(e)))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| (None, ScenarioErrorKind::Read(e)))?;
-    if bytes.len() as u64 > MAX_FILE_BYTES {
-        return Err(too_large(bytes.len() as u64));
-    }
+    use crate::input_file::ReadErrorKind;
+    let bytes = crate::input_file::read_bytes(path).map_err(|e| match e {
+        ReadErrorKind::Io(e) => (None, ScenarioErrorKind::Read(e)),
+        ReadErrorKind::NotRegular => (None, ScenarioErrorKind::NotRegularFile),
+        ReadErrorKind::TooLarge { size, limit } => (None, ScenarioErrorKind::TooLarge { size, limit }),
+    })?;
     String::from_utf8(bytes).map_err(|e| {
         let offset = e.utf8_error().valid_up_to();
         let before = &e.as_bytes()[..offset];
