@@ -703,3 +703,74 @@ fn check_does_not_hang_on_a_fifo_or_read_dev_zero_and_refuses_yml() {
     assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
     assert!(stderr(&o).contains("zz.sql") && stderr(&o).contains("not a regular file"), "{}", stderr(&o));
 }
+
+/// Scenarios at both ends of the declared time range (docs/scenario-format.md,
+/// "Time range"): `check` accepts them, and every target that runs stores
+/// and compares their instants as the model does (sqlite here; postgres and
+/// mariadb too when their URLs are set, as in `.ci/run`).
+const RANGE_EDGES: [(&str, &str); 2] = [
+    (
+        "low.yaml",
+        r#"description: the earliest clock the range allows, with a reap, a claim, a beat and a retry
+now: 1000-01-01T00:20:00Z
+classes: { C: { timeout: 60, exclusive: true } }
+jobs:
+  - { id: a, class: C, status: processing, attempts: 1, claimed: -19m }
+  - { id: b, class: C, run_at: -1m }
+leases: [ { name: 'job:C', owner: a/1, expires: -1s } ]
+steps:
+  - reap
+  - claim: b
+  - heartbeat: b
+  - fail: b
+"#,
+    ),
+    (
+        "high.yaml",
+        r#"description: the latest clock the range allows, with a reap, a claim, a beat and a retry
+now: 9999-12-31T22:00:00Z
+session_time_zone: "+05:30"
+classes: { C: { timeout: 60, exclusive: true, max_delay: 600 } }
+jobs:
+  - { id: a, class: C, status: processing, attempts: 1, claimed: -19m }
+  - { id: b, class: C, run_at: -1m }
+steps:
+  - reap
+  - claim: b
+  - heartbeat: b
+  - fail: b
+  - { advance: 1h }
+  - reap
+"#,
+    ),
+];
+
+#[test]
+fn scenarios_at_both_ends_of_the_time_range_run_alike_on_every_target() {
+    let scratch = Scratch::new("range-edges");
+    for (name, text) in RANGE_EDGES {
+        std::fs::write(scratch.0.join(name), text).unwrap();
+    }
+    let mut targets = vec!["sqlite"];
+    let mut env = Vec::new();
+    for (target, variable) in [("postgres", "REAPCHECK_POSTGRES_URL"), ("mariadb", "REAPCHECK_MARIADB_URL")] {
+        if let Ok(url) = std::env::var(variable) {
+            targets.push(target);
+            env.push((variable, url));
+        }
+    }
+    let env: Vec<(&str, &str)> = env.iter().map(|(v, u)| (*v, u.as_str())).collect();
+    let db = targets.join(",");
+    let dir = scratch.0.display().to_string();
+    let o = reapcheck_with(&["run", "--db", &db, "--coverage-min", "0", "--scenarios", &dir], &env);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    for target in targets {
+        for name in ["low", "high"] {
+            assert!(
+                out.lines().any(|l| l.starts_with(&format!("new      {name}  on {target}"))),
+                "{name} on {target}: {out}"
+            );
+        }
+    }
+}

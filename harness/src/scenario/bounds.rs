@@ -14,7 +14,7 @@
 
 use super::error::ScenarioErrorKind;
 use super::located::Position;
-use super::types::{Class, ReapArgs, ScanArgs, Scenario, Step};
+use super::types::{ReapArgs, ScanArgs, Scenario, Step};
 use super::validate::Problem;
 use crate::rules::{self, AppClass, MAX_DEFER_SECONDS, SCAN_FLOOR_SECONDS};
 use crate::time::Duration;
@@ -115,7 +115,7 @@ struct Longest {
     /// explicit `claim_timeout`s).
     timeout: i64,
     /// The largest and smallest backoff cap of any class, as the app sees
-    /// it (an unloadable class uses the default cap).
+    /// it (an unloadable class uses the default cap), and 0.
     max_delay: (i64, i64),
 }
 
@@ -128,8 +128,8 @@ impl Longest {
             .chain(scenario.jobs.iter().filter_map(|j| j.claim_timeout.flatten()))
             .max()
             .unwrap_or(0);
-        let caps = classes.iter().map(|c| c.max_delay).chain([Class::default().max_delay]);
-        let max_delay = caps.fold((0, 0), |(hi, lo), c| (hi.max(c), lo.min(c)));
+        // `AppClass::of` already gives an unloadable class the default cap.
+        let max_delay = classes.iter().map(|c| c.max_delay).fold((0, 0), |(hi, lo), c| (hi.max(c), lo.min(c)));
         Longest { timeout, max_delay }
     }
 
