@@ -128,7 +128,7 @@ impl<'a, E: Engine> Driver<'a, E> {
 
     async fn setup(&mut self) -> Result<(), EngineError> {
         if let Some(zone) = &self.scenario.session_time_zone {
-            self.call(Call::SetTimeZone { zone: zone.clone() }).await?;
+            self.call(Call::SetTimeZone { zone: zone.to_string() }).await?;
         }
         self.call(Call::CreateSchema).await?;
         let now = self.now;
@@ -154,9 +154,9 @@ impl<'a, E: Engine> Driver<'a, E> {
                 max_retries: job.max_retries.unwrap_or(declared.max_retries),
                 claim_timeout,
                 claim_token: token,
-                heartbeat_at: job.heartbeat.map(|t| t.resolve(now)),
-                run_at: job.run_at.resolve(now),
-                updated_at: job.claimed.resolve(now),
+                heartbeat_at: job.heartbeat.as_ref().map(|t| resolve(t, now, "heartbeat")).transpose()?,
+                run_at: resolve(&job.run_at, now, "run_at")?,
+                updated_at: resolve(&job.claimed, now, "claimed")?,
                 failed_at: None,
                 completed_at: None,
                 last_error: None,
@@ -165,9 +165,9 @@ impl<'a, E: Engine> Driver<'a, E> {
         }
         for lease in &self.scenario.leases {
             let row = LeaseRow {
-                name: lease.name.clone(),
+                name: lease.name.to_string(),
                 owner: lease.owner.clone(),
-                expires_at: lease.expires.resolve(now),
+                expires_at: resolve(&lease.expires, now, "expires")?,
             };
             self.call(Call::InsertLease(row)).await?;
         }
@@ -205,7 +205,7 @@ impl<'a, E: Engine> Driver<'a, E> {
                 StepResult::Fail(result, lost)
             }
             Step::Advance(d) => {
-                self.now = self.now + *d;
+                self.now = shift(self.now, *d, "the clock after an advance")?;
                 return Ok(None);
             }
             Step::Set(s) => {
@@ -248,7 +248,7 @@ impl<'a, E: Engine> Driver<'a, E> {
         let timeout = rules::row_timeout(c.claim_timeout, poll);
         let claim_window = rules::claim_window(timeout);
         let window = rules::window(c.has_beat, grace, claim_window);
-        let cutoff = self.now - Duration::from_secs(window);
+        let cutoff = shift(self.now, -Duration::from_secs(window), "the reap's cutoff")?;
         let action = rules::reap_action(&class, c.attempts, c.max_retries);
         if self.trace.is_some() {
             let last_seen = c.last_seen.map_or("(not read)".to_owned(), |l| format!("{l} ({})", l.since(self.now)));
@@ -283,7 +283,8 @@ impl<'a, E: Engine> Driver<'a, E> {
             let call = match action {
                 ReapAction::Interrupt => Call::ReapInterrupt { guard, now: at },
                 ReapAction::Retry { delay } => {
-                    Call::ReapRetry { guard, now: at, run_at: at + Duration::from_secs(delay) }
+                    let run_at = shift(at, Duration::from_secs(delay), "a retry's run_at")?;
+                    Call::ReapRetry { guard, now: at, run_at }
                 }
                 ReapAction::Fail => Call::ReapFail { guard, now: at },
             };
@@ -316,7 +317,7 @@ impl<'a, E: Engine> Driver<'a, E> {
             return Ok(ClaimResult::NotClaimable);
         }
         if let Some(name) = rules::lease_name(job, &class) {
-            let expires_at = now + rules::lease_window(&class);
+            let expires_at = shift(now, rules::lease_window(&class), "the lease expiry")?;
             let acquire = Call::LeaseAcquire { name: name.clone(), token: token.clone(), expires_at };
             let taken = self.changed(acquire).await? > 0
                 || self
@@ -350,7 +351,8 @@ impl<'a, E: Engine> Driver<'a, E> {
         let job = self.job(&id);
         let class = self.class(job.class.as_str());
         if let Some(name) = rules::lease_name(job, &class) {
-            let expires_at = now + rules::lease_renewal(&class, class.grace(self.app_grace));
+            let expires_at =
+                shift(now, rules::lease_renewal(&class, class.grace(self.app_grace)), "the lease renewal")?;
             self.changed(Call::LeaseRenew { name, token, expires_at }).await?;
         }
         Ok(WorkerResult::Ok)
@@ -379,7 +381,7 @@ impl<'a, E: Engine> Driver<'a, E> {
             Call::FailFinal { id: id.clone(), token: token.clone(), attempts, now }
         } else {
             let class = self.class(self.job(&id).class.as_str());
-            let run_at = now + Duration::from_secs(class.backoff(attempts));
+            let run_at = shift(now, Duration::from_secs(class.backoff(attempts)), "the retry's run_at")?;
             Call::FailRetry { id: id.clone(), token: token.clone(), attempts, now, run_at }
         };
         if self.changed(call).await? == 0 {
@@ -452,6 +454,26 @@ impl<'a, E: Engine> Driver<'a, E> {
     }
 }
 
+/// `at + by`, or an error when it leaves the declared range.
+fn shift(at: Instant, by: Duration, what: &str) -> Result<Instant, EngineError> {
+    at.checked_add(by).ok_or_else(|| EngineError {
+        statement: "driver",
+        kind: EngineErrorKind::OutOfRange(format!("{what} ({at} {}{by})", if by == Duration::ZERO { "+" } else { "" })),
+    })
+}
+
+/// A setup time field at clock `now`, or an error when it leaves the range.
+fn resolve(
+    spec: &crate::scenario::Located<crate::time::TimeSpec>,
+    now: Instant,
+    field: &str,
+) -> Result<Instant, EngineError> {
+    spec.checked_resolve(now).ok_or_else(|| EngineError {
+        statement: "driver",
+        kind: EngineErrorKind::OutOfRange(format!("`{field}: {}` at {now}", spec.value())),
+    })
+}
+
 fn unexpected(wanted: &str, got: Reply) -> EngineError {
     EngineError { statement: "driver", kind: EngineErrorKind::Decode(format!("wanted {wanted}, got {got:?}")) }
 }
@@ -459,4 +481,28 @@ fn unexpected(wanted: &str, got: Reply) -> EngineError {
 /// A step in words, for traces.
 fn describe(step: &Step) -> String {
     serde_saphyr::to_string(step).unwrap_or_default().trim().replace('\n', " ")
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::engine::EngineErrorKind;
+    use crate::model::Model;
+    use crate::scenario::parse_text;
+
+    /// A scenario that skipped `check` (parsed, not validated) and leaves
+    /// the range: the driver reports it instead of panicking or wrapping.
+    #[tokio::test]
+    async fn an_instant_out_of_range_is_an_error_not_a_panic() {
+        let cases = [
+            "now: 9999-12-31T23:59:00Z\nclasses: { C: {} }\njobs: [ { id: a, class: C } ]\nsteps: [ { advance: 1h } ]\n",
+            "now: 1000-01-01T00:05:00Z\nclasses: { C: {} }\njobs: [ { id: a, class: C, status: processing, attempts: 1, claimed: -1m } ]\nsteps: [ reap ]\n",
+            "now: 9999-12-31T23:59:00Z\nclasses: { C: {} }\njobs: [ { id: a, class: C, run_at: +1h } ]\nsteps: []\n",
+        ];
+        for yaml in cases {
+            let scenario = parse_text(&format!("description: x\n{yaml}")).unwrap();
+            let mut model = Model::new(scenario.schema);
+            let error = super::run(&scenario, &mut model, None).await.unwrap_err();
+            assert!(matches!(error.kind, EngineErrorKind::OutOfRange(_)), "{yaml}: {error}");
+        }
+    }
 }

@@ -346,4 +346,9 @@ pub enum EngineErrorKind {
     /// A returned row did not have the declared columns or types.
     #[error("unexpected result: {0}")]
     Decode(String),
+    /// The driver would compute an instant outside the declared range
+    /// (`Instant::MIN..=Instant::MAX`); `check` refuses such scenarios, so
+    /// this is a scenario made without it.
+    #[error("{0} leaves the range every backend stores: run `reapcheck check` on the scenario")]
+    OutOfRange(String),
 }

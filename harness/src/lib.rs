@@ -17,6 +17,7 @@ pub mod engine;
 pub mod expect;
 pub mod feature;
 pub mod fuzz;
+pub mod input_file;
 pub mod model;
 pub mod mutate;
 pub mod outcome;

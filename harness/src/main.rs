@@ -4,6 +4,7 @@ mod cli;
 
 fn main() -> std::process::ExitCode {
     restore_sigpipe();
+    reapcheck::redact::install_panic_hook();
     cli::main()
 }
 

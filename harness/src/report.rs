@@ -124,7 +124,9 @@ pub fn write(dir: &Path, records: &[CaseRecord], run: &outcomes::RunInfo) -> std
 pub fn write_atomic(dir: &Path, name: &str, text: &str) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let tmp = dir.join(format!(".{name}.tmp"));
-    std::fs::write(&tmp, text)?;
+    // Every message was redacted where it was made; this is the last line:
+    // nothing written here may carry a credential.
+    std::fs::write(&tmp, crate::redact::text(text))?;
     std::fs::rename(&tmp, dir.join(name))
 }
 

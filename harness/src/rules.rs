@@ -36,8 +36,9 @@ pub fn row_timeout(claim_timeout: Option<i64>, poll_timeout: i64) -> i64 {
 }
 
 /// `timeout + max(60, timeout)`: 300 gives 600, 3600 gives 7200.
+/// Saturates at `i64::MAX` (`check` bounds every timeout well below).
 pub fn claim_window(timeout: i64) -> i64 {
-    timeout + timeout.max(60)
+    timeout.saturating_add(timeout.max(60))
 }
 
 /// What the app knows of a class: a class it cannot load falls back to the
@@ -154,7 +155,7 @@ pub fn lease_window(class: &AppClass) -> Duration {
 /// How far a heartbeat renews a lease: `grace + max(60, grace)` when the
 /// grace is on, else the lease's original window.
 pub fn lease_renewal(class: &AppClass, grace: i64) -> Duration {
-    if grace > 0 { Duration::from_secs(grace + grace.max(60)) } else { lease_window(class) }
+    if grace > 0 { Duration::from_secs(grace.saturating_add(grace.max(60))) } else { lease_window(class) }
 }
 
 /// Seconds a claim waits for a busy lease: `min(30, max(1, ceil(left)))`,

@@ -33,9 +33,11 @@ impl Duration {
         Duration { micros }
     }
 
-    /// A duration of `seconds` whole seconds.
+    /// A duration of `seconds` whole seconds, saturating at the ends of
+    /// `i64` microseconds (about ±292,000 years); see
+    /// [`Duration::checked_from_secs`].
     pub const fn from_secs(seconds: i64) -> Self {
-        Duration { micros: seconds * MICROS_PER_SECOND }
+        Duration { micros: seconds.saturating_mul(MICROS_PER_SECOND) }
     }
 
     /// The length in microseconds.
@@ -91,7 +93,8 @@ fn parse_part(number: &str, unit_micros: i64, fraction_allowed: bool) -> Result<
             return Err("a fraction of a second has one to six digits");
         }
         let padded = format!("{fraction:0<6}");
-        micros += padded.parse::<i64>().map_err(|_| "bad fraction")?;
+        let fraction = padded.parse::<i64>().map_err(|_| "bad fraction")?;
+        micros = micros.checked_add(fraction).ok_or("it is too large")?;
     }
     Ok(micros)
 }
@@ -127,17 +130,52 @@ impl fmt::Display for Duration {
     }
 }
 
+impl Duration {
+    /// `seconds` whole seconds, or `None` when that many microseconds do not
+    /// fit in an `i64`.
+    pub const fn checked_from_secs(seconds: i64) -> Option<Self> {
+        match seconds.checked_mul(MICROS_PER_SECOND) {
+            Some(micros) => Some(Duration { micros }),
+            None => None,
+        }
+    }
+
+    /// The sum, or `None` on overflow.
+    pub const fn checked_add(self, other: Duration) -> Option<Duration> {
+        match self.micros.checked_add(other.micros) {
+            Some(micros) => Some(Duration { micros }),
+            None => None,
+        }
+    }
+
+    /// Whether no two instants of [`Instant::MIN`]..=[`Instant::MAX`] are
+    /// further apart than this, in either direction.
+    pub const fn within_range_span(self) -> bool {
+        self.micros.unsigned_abs() <= RANGE_SPAN_MICROS
+    }
+}
+
+/// [`Instant::MAX`] minus [`Instant::MIN`], in microseconds.
+const RANGE_SPAN_MICROS: u64 = (Instant::MAX.micros - Instant::MIN.micros) as u64;
+
+/// The longest span of the declared range in whole seconds, rounded up:
+/// 284,012,524,800 s (about 9,000 years). No value in seconds a scenario
+/// gives (a timeout, a grace, a backoff) may be longer than this, since
+/// added to any instant of the range it would leave the range.
+pub const MAX_SECONDS: i64 = (RANGE_SPAN_MICROS as i64) / MICROS_PER_SECOND + 1;
+
 impl std::ops::Add for Duration {
     type Output = Duration;
+    /// Saturates at the ends of `i64`; see [`Duration::checked_add`].
     fn add(self, other: Duration) -> Duration {
-        Duration { micros: self.micros + other.micros }
+        Duration { micros: self.micros.saturating_add(other.micros) }
     }
 }
 
 impl std::ops::Neg for Duration {
     type Output = Duration;
     fn neg(self) -> Duration {
-        Duration { micros: -self.micros }
+        Duration { micros: self.micros.saturating_neg() }
     }
 }
 
@@ -158,6 +196,39 @@ pub struct Instant {
 }
 
 impl Instant {
+    /// The earliest instant a scenario may reach: 1000-01-01T00:00:00Z,
+    /// the first a MySQL or MariaDB `DATETIME(6)` column holds (SQL Server's
+    /// `datetime2` starts at year 1, PostgreSQL's `timestamptz` in 4713 BC,
+    /// SQLite stores µs since the epoch in an `INTEGER`).
+    pub const MIN: Instant = Instant { micros: -30_610_224_000 * MICROS_PER_SECOND };
+
+    /// The latest instant a scenario may reach: 9999-12-31T23:59:59.999999Z,
+    /// the last `DATETIME(6)` and `datetime2(6)` hold.
+    pub const MAX: Instant = Instant { micros: 253_402_300_799 * MICROS_PER_SECOND + 999_999 };
+
+    /// Whether this instant lies in [`Instant::MIN`]..=[`Instant::MAX`], the
+    /// range every backend stores (docs/scenario-format.md, "Time range").
+    pub const fn in_range(self) -> bool {
+        self.micros >= Instant::MIN.micros && self.micros <= Instant::MAX.micros
+    }
+
+    /// `self + d` when it lies in the declared range; `None` when it leaves
+    /// the range (or would overflow).
+    pub const fn checked_add(self, d: Duration) -> Option<Instant> {
+        match self.micros.checked_add(d.micros) {
+            Some(micros) if (Instant { micros }).in_range() => Some(Instant { micros }),
+            _ => None,
+        }
+    }
+
+    /// `self - d` when it lies in the declared range; `None` otherwise.
+    pub const fn checked_sub(self, d: Duration) -> Option<Instant> {
+        match self.micros.checked_sub(d.micros) {
+            Some(micros) if (Instant { micros }).in_range() => Some(Instant { micros }),
+            _ => None,
+        }
+    }
+
     /// The instant `micros` microseconds after the Unix epoch.
     pub const fn from_unix_micros(micros: i64) -> Self {
         Instant { micros }
@@ -180,8 +251,18 @@ impl Instant {
     }
 
     /// The same instant as a chrono UTC date-time, for drivers that bind one.
+    ///
+    /// `check` keeps every instant a scenario reaches in
+    /// [`Instant::MIN`]..=[`Instant::MAX`], well inside chrono's range, and
+    /// the driver refuses to compute one outside it; an instant made some
+    /// other way beyond chrono's ±262,000 years is clamped to chrono's ends
+    /// rather than panicking.
     pub fn to_chrono(self) -> DateTime<Utc> {
-        DateTime::from_timestamp_micros(self.micros).expect("instants are validated to chrono's range")
+        DateTime::from_timestamp_micros(self.micros).unwrap_or(if self.micros < 0 {
+            DateTime::<Utc>::MIN_UTC
+        } else {
+            DateTime::<Utc>::MAX_UTC
+        })
     }
 
     /// The instant of a chrono UTC date-time, truncated to the microsecond.
@@ -189,23 +270,27 @@ impl Instant {
         Instant { micros: value.timestamp_micros() }
     }
 
-    /// The signed time from `earlier` to `self`.
+    /// The signed time from `earlier` to `self` (saturating at the ends of
+    /// `i64`, which two instants of the declared range never reach).
     pub fn since(self, earlier: Instant) -> Duration {
-        Duration::from_micros(self.micros - earlier.micros)
+        Duration::from_micros(self.micros.saturating_sub(earlier.micros))
     }
 }
 
 impl std::ops::Add<Duration> for Instant {
     type Output = Instant;
+    /// Saturates at the ends of `i64`; scenarios use
+    /// [`Instant::checked_add`], which also keeps to the declared range.
     fn add(self, d: Duration) -> Instant {
-        Instant { micros: self.micros + d.as_micros() }
+        Instant { micros: self.micros.saturating_add(d.as_micros()) }
     }
 }
 
 impl std::ops::Sub<Duration> for Instant {
     type Output = Instant;
+    /// Saturates at the ends of `i64`, like `+`.
     fn sub(self, d: Duration) -> Instant {
-        Instant { micros: self.micros - d.as_micros() }
+        Instant { micros: self.micros.saturating_sub(d.as_micros()) }
     }
 }
 
@@ -255,6 +340,15 @@ impl TimeSpec {
             TimeSpec::Absolute(i) => i,
         }
     }
+
+    /// [`TimeSpec::resolve`], or `None` when the instant leaves the
+    /// declared range [`Instant::MIN`]..=[`Instant::MAX`].
+    pub fn checked_resolve(self, now: Instant) -> Option<Instant> {
+        match self {
+            TimeSpec::Relative(d) => now.checked_add(d),
+            TimeSpec::Absolute(i) => i.in_range().then_some(i),
+        }
+    }
 }
 
 impl fmt::Display for TimeSpec {
@@ -293,10 +387,37 @@ mod serde_text {
         }
     }
 
+    /// `d` when it is no longer than the declared range: a longer one,
+    /// added to any instant of the range, leaves it.
+    fn within_span(d: Duration) -> Result<Duration, String> {
+        if d.within_range_span() {
+            Ok(d)
+        } else {
+            Err(format!(
+                "duration `{d}` is longer than the range every backend stores ({} to {}): use a shorter one",
+                Instant::MIN,
+                Instant::MAX
+            ))
+        }
+    }
+
+    /// `i` when it lies in the declared range.
+    fn in_range(i: Instant) -> Result<Instant, String> {
+        if i.in_range() {
+            Ok(i)
+        } else {
+            Err(format!(
+                "instant `{i}` is outside the range every backend stores: use one from {} to {}",
+                Instant::MIN,
+                Instant::MAX
+            ))
+        }
+    }
+
     impl<'de> Deserialize<'de> for Duration {
         fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
             d.deserialize_str(TextVisitor("a duration such as `-10m` or `+4s`", |s: &str| {
-                Duration::parse(s).map_err(|e| e.to_string())
+                Duration::parse(s).map_err(|e| e.to_string()).and_then(within_span)
             }))
         }
     }
@@ -304,14 +425,19 @@ mod serde_text {
     impl<'de> Deserialize<'de> for Instant {
         fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
             d.deserialize_str(TextVisitor("an RFC 3339 instant such as `2026-01-15T12:00:00Z`", |s: &str| {
-                Instant::parse_rfc3339(s).map_err(|e| e.to_string())
+                Instant::parse_rfc3339(s).map_err(|e| e.to_string()).and_then(in_range)
             }))
         }
     }
 
     impl<'de> Deserialize<'de> for TimeSpec {
         fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            d.deserialize_str(TextVisitor("a duration such as `-10m` or an RFC 3339 instant", TimeSpec::parse))
+            d.deserialize_str(TextVisitor("a duration such as `-10m` or an RFC 3339 instant", |s: &str| {
+                match TimeSpec::parse(s)? {
+                    TimeSpec::Relative(d) => within_span(d).map(TimeSpec::Relative),
+                    TimeSpec::Absolute(i) => in_range(i).map(TimeSpec::Absolute),
+                }
+            }))
         }
     }
 

@@ -571,3 +571,206 @@ fn a_failing_command_inside_a_script_is_named_by_its_own_line() {
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(out.contains(&format!("no_such_table (in the command at sqlite/schema.sql:{line})")), "{out}");
 }
+
+/// Every file below `dir`, recursively, as text (lossy).
+fn every_file(dir: &std::path::Path, out: &mut Vec<(PathBuf, String)>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            every_file(&path, out);
+        } else {
+            let bytes = std::fs::read(&path).unwrap_or_default();
+            out.push((path, String::from_utf8_lossy(&bytes).into_owned()));
+        }
+    }
+}
+
+#[test]
+fn a_planted_password_in_any_form_reaches_no_output_channel() {
+    // One connection string per credential form, each with its own planted
+    // secret, for a server that refuses (port 1), so the error paths that
+    // print a connection string run.
+    let forms: &[(&str, &str, &str)] = &[
+        ("postgres", "REAPCHECK_POSTGRES_URL", "postgres://u:PLANTEDuserinfo@127.0.0.1:1/test"),
+        ("postgres", "REAPCHECK_POSTGRES_URL", "postgres://127.0.0.1:1/test?user=u&password=PLANTEDquery"),
+        ("postgres", "REAPCHECK_POSTGRES_URL", "postgres://127.0.0.1:1/test?sslpassword=PLANTEDssl&user=u"),
+        ("postgres", "REAPCHECK_POSTGRES_URL", "host=127.0.0.1 port=1 user=u password=PLANTEDlibpq dbname=test"),
+        ("postgres", "REAPCHECK_POSTGRES_URL", "host=127.0.0.1 port=1 password='PLANTED quoted' dbname=test"),
+        ("mariadb", "REAPCHECK_MARIADB_URL", "mysql://root:PLANTEDmaria@127.0.0.1:1/test"),
+        ("mssql", "REAPCHECK_MSSQL_URL", "Server=tcp:127.0.0.1,1;User Id=sa;Password=PLANTEDado;Encrypt=false"),
+        ("mssql", "REAPCHECK_MSSQL_URL", "Server=127.0.0.1,1;Uid=sa;Pwd={PLANTED;braced};"),
+        ("mssql", "REAPCHECK_MSSQL_URL", "jdbc:sqlserver://127.0.0.1:1;user=sa;password=PLANTEDjdbc;encrypt=false"),
+        ("mssql", "REAPCHECK_MSSQL_URL", "mssql://sa:PLANTEDmssql@127.0.0.1:1/master"),
+    ];
+    for (i, (target, variable, url)) in forms.iter().enumerate() {
+        let scratch = Scratch::new(&format!("secret-{i}"));
+        let reports = scratch.0.join("reports");
+        let o = reapcheck_with(
+            &["run", "--db", target, "--report", &reports.display().to_string(), "grace/"],
+            &[(variable, url)],
+        );
+        assert_eq!(o.status.code(), Some(1), "{url}: {}{}", stdout(&o), stderr(&o));
+        let mut channels = vec![(PathBuf::from("stdout"), stdout(&o)), (PathBuf::from("stderr"), stderr(&o))];
+        every_file(&scratch.0, &mut channels);
+        assert!(channels.len() > 2, "{url}: no report was written");
+        for (channel, text) in &channels {
+            assert!(!text.contains("PLANTED"), "{url}: the secret reached {}:\n{text}", channel.display());
+        }
+        assert!(stdout(&o).contains("127.0.0.1"), "{url}: the server is still named: {}", stdout(&o));
+    }
+}
+
+#[test]
+fn check_refuses_what_would_crash_or_wrap_at_run_time_with_file_line_and_column() {
+    let scratch = Scratch::new("crash-repros");
+    let head = "description: x\nclasses: { C: {} }\n";
+    let job = "jobs: [ { id: a, class: C, status: processing, attempts: 1, claimed: -1h } ]\n";
+    let files = [
+        (
+            "advance.yaml",
+            format!("{head}{job}steps: [ {{advance: 100000000d}}, reap ]\n"),
+            "advance.yaml:4:20: duration `+100000000d` is longer than the range",
+        ),
+        (
+            "claimed.yaml",
+            format!("{head}jobs: [ {{ id: a, class: C, claimed: -100000000d }} ]\nsteps: [ reap ]\n"),
+            "claimed.yaml:3:37: duration `-100000000d` is longer",
+        ),
+        (
+            "timeout.yaml",
+            format!("description: x\nclasses: {{ C: {{ timeout: 9223372036854 }} }}\n{job}steps: [ reap ]\n"),
+            "timeout.yaml:2:26: `9223372036854` is out of range",
+        ),
+        (
+            "backoff.yaml",
+            format!("description: x\nclasses: {{ C: {{ base_delay: 9223372036854775807 }} }}\n{job}steps: [ reap ]\n"),
+            "backoff.yaml:2:29: `9223372036854775807` is out of range",
+        ),
+        (
+            "clock.yaml",
+            format!("{head}{job}steps: [ {{advance: 1500000d}}, {{advance: 1500000d}}, reap ]\n"),
+            "clock.yaml:4:31: the clock after `advance: +1500000d` from 6132-11-25T12:00:00Z leaves the range",
+        ),
+        (
+            "units.yaml",
+            "description: x\nsettings: { heartbeat_grace: 30s }\nsteps: []\n".to_owned(),
+            "units.yaml:2:30: `30s` has a unit, but this field takes whole seconds as an integer with no unit: write `30`",
+        ),
+    ];
+    for (name, text, _) in &files {
+        std::fs::write(scratch.0.join(name), text).unwrap();
+    }
+    let o = reapcheck(&["check", "--scenarios", &scratch.0.display().to_string()]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    for (_, _, expected) in &files {
+        assert!(err.contains(expected), "missing `{expected}` in:\n{err}");
+    }
+    // `run` refuses them the same way, before running anything.
+    let o = reapcheck(&["run", "--scenarios", &scratch.0.display().to_string()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+#[cfg(unix)]
+#[test]
+fn check_does_not_hang_on_a_fifo_or_read_dev_zero_and_refuses_yml() {
+    let scratch = Scratch::new("special-files");
+    assert!(std::process::Command::new("mkfifo").arg(scratch.0.join("pipe.yaml")).status().unwrap().success());
+    std::os::unix::fs::symlink("/dev/zero", scratch.0.join("zero.yaml")).unwrap();
+    let o = reapcheck(&["check", "--scenarios", &scratch.0.display().to_string()]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("pipe.yaml: not a regular file") && err.contains("zero.yaml: not a regular file"), "{err}");
+    let yml = Scratch::new("yml-file");
+    let recent = std::fs::read_to_string(root().join("scenarios/grace/recent-beat.yaml")).unwrap();
+    std::fs::write(yml.0.join("recent-beat.yml"), recent).unwrap();
+    let o = reapcheck(&["check", "--scenarios", &yml.0.display().to_string()]);
+    assert_eq!(o.status.code(), Some(2), "a .yml file is never silently ignored: {}", stdout(&o));
+    assert!(stderr(&o).contains("recent-beat.yml: scenario files end in `.yaml`"), "{}", stderr(&o));
+    // The same for a dialect folder: a FIFO named `*.sql` is refused, not read.
+    let dialects = Scratch::new("fifo-dialect");
+    for entry in std::fs::read_dir(root().join("dialects")).unwrap() {
+        let from = entry.unwrap().path();
+        let to = dialects.0.join(from.file_name().unwrap());
+        std::fs::create_dir_all(&to).unwrap();
+        for file in std::fs::read_dir(&from).unwrap() {
+            let file = file.unwrap().path();
+            std::fs::copy(&file, to.join(file.file_name().unwrap())).unwrap();
+        }
+    }
+    assert!(std::process::Command::new("mkfifo").arg(dialects.0.join("sqlite/zz.sql")).status().unwrap().success());
+    let o = reapcheck(&["check", "--dialects", &dialects.0.display().to_string()]);
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("zz.sql") && stderr(&o).contains("not a regular file"), "{}", stderr(&o));
+}
+
+/// Scenarios at both ends of the declared time range (docs/scenario-format.md,
+/// "Time range"): `check` accepts them, and every target that runs stores
+/// and compares their instants as the model does (sqlite here; postgres and
+/// mariadb too when their URLs are set, as in `.ci/run`).
+const RANGE_EDGES: [(&str, &str); 2] = [
+    (
+        "low.yaml",
+        r#"description: the earliest clock the range allows, with a reap, a claim, a beat and a retry
+now: 1000-01-01T00:20:00Z
+classes: { C: { timeout: 60, exclusive: true } }
+jobs:
+  - { id: a, class: C, status: processing, attempts: 1, claimed: -19m }
+  - { id: b, class: C, run_at: -1m }
+leases: [ { name: 'job:C', owner: a/1, expires: -1s } ]
+steps:
+  - reap
+  - claim: b
+  - heartbeat: b
+  - fail: b
+"#,
+    ),
+    (
+        "high.yaml",
+        r#"description: the latest clock the range allows, with a reap, a claim, a beat and a retry
+now: 9999-12-31T22:00:00Z
+session_time_zone: "+05:30"
+classes: { C: { timeout: 60, exclusive: true, max_delay: 600 } }
+jobs:
+  - { id: a, class: C, status: processing, attempts: 1, claimed: -19m }
+  - { id: b, class: C, run_at: -1m }
+steps:
+  - reap
+  - claim: b
+  - heartbeat: b
+  - fail: b
+  - { advance: 1h }
+  - reap
+"#,
+    ),
+];
+
+#[test]
+fn scenarios_at_both_ends_of_the_time_range_run_alike_on_every_target() {
+    let scratch = Scratch::new("range-edges");
+    for (name, text) in RANGE_EDGES {
+        std::fs::write(scratch.0.join(name), text).unwrap();
+    }
+    let mut targets = vec!["sqlite"];
+    let mut env = Vec::new();
+    for (target, variable) in [("postgres", "REAPCHECK_POSTGRES_URL"), ("mariadb", "REAPCHECK_MARIADB_URL")] {
+        if let Ok(url) = std::env::var(variable) {
+            targets.push(target);
+            env.push((variable, url));
+        }
+    }
+    let env: Vec<(&str, &str)> = env.iter().map(|(v, u)| (*v, u.as_str())).collect();
+    let db = targets.join(",");
+    let dir = scratch.0.display().to_string();
+    let o = reapcheck_with(&["run", "--db", &db, "--coverage-min", "0", "--scenarios", &dir], &env);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    for target in targets {
+        for name in ["low", "high"] {
+            assert!(
+                out.lines().any(|l| l.starts_with(&format!("new      {name}  on {target}"))),
+                "{name} on {target}: {out}"
+            );
+        }
+    }
+}

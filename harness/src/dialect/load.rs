@@ -231,7 +231,13 @@ fn read_files(source: &Source, name: &str) -> Result<Vec<(String, String)>, Dial
             for entry in std::fs::read_dir(&dir).map_err(|e| read_error(&dir, e))? {
                 let path = entry.map_err(|e| read_error(&dir, e))?.path();
                 if path.extension().is_some_and(|e| e == "sql") {
-                    let content = std::fs::read_to_string(&path).map_err(|e| read_error(&path, e))?;
+                    // Regular files of at most 8 MiB only: a FIFO must not hang `check`.
+                    let content = crate::input_file::read_string(&path).map_err(|e| DialectError {
+                        file: path.display().to_string(),
+                        line: None,
+                        column: None,
+                        kind: DialectErrorKind::Read(e.to_string()),
+                    })?;
                     files.push((path.file_name().expect("has a name").to_string_lossy().into_owned(), content));
                 }
             }
@@ -254,7 +260,7 @@ pub fn read_extra(source: &Source, name: &str, file: &str) -> Result<Option<Stri
             if !path.is_file() {
                 return Ok(None);
             }
-            std::fs::read_to_string(&path).map(Some).map_err(|e| DialectError {
+            crate::input_file::read_string(&path).map(Some).map_err(|e| DialectError {
                 file: path.display().to_string(),
                 line: None,
                 column: None,

@@ -223,7 +223,11 @@ impl Case {
             .enumerate()
             .map(|(i, j)| {
                 let has_beat = j.heartbeat.is_some() && !self.legacy;
-                let before = |o: Offset| TimeSpec::Relative(Duration::from_micros(-edges(i, grace, o, has_beat)));
+                let before = |o: Offset| {
+                    Located::new(TimeSpec::Relative(Duration::from_micros(
+                        edges(i, grace, o, has_beat).saturating_neg(),
+                    )))
+                };
                 Job {
                     id: Located::new(job_name(i)),
                     class: Located::new(class_name(j.class)),
@@ -244,12 +248,14 @@ impl Case {
             .lease
             .iter()
             .map(|l| Lease {
-                name: match l.class {
+                name: Located::new(match l.class {
                     Some(c) => format!("job:{}", class_name(c)),
                     None => format!("key:{KEY}"),
-                },
+                }),
                 owner: format!("{}/1", job_name(l.owner)),
-                expires: TimeSpec::Relative(Duration::from_micros(l.expires_secs * 1_000_000 + l.nudge)),
+                expires: Located::new(TimeSpec::Relative(Duration::from_micros(
+                    l.expires_secs.saturating_mul(1_000_000).saturating_add(l.nudge),
+                ))),
             })
             .collect();
         let queues =
@@ -273,7 +279,7 @@ impl Case {
                 StepCase::Fail { job, attempt: n } => Step::Fail(attempt(job, n)),
                 StepCase::Advance { job, by, back } => {
                     let micros = edges(job, grace, by, !self.legacy);
-                    Step::Advance(Duration::from_micros(if back { -micros } else { micros }))
+                    Step::Advance(Duration::from_micros(if back { micros.saturating_neg() } else { micros }))
                 }
                 StepCase::Set { grace: g } => {
                     grace = g;
@@ -287,7 +293,7 @@ impl Case {
             now: Instant::from_unix_micros(self.now),
             settings: Settings { heartbeat_grace: self.app_grace },
             schema: if self.legacy { Schema::Legacy } else { Schema::Standard },
-            session_time_zone: self.zone.map(str::to_owned),
+            session_time_zone: self.zone.map(|z| Located::new(z.to_owned())),
             classes: classes.into_iter().enumerate().map(|(i, c)| (format!("C{i}"), c)).collect::<BTreeMap<_, _>>(),
             jobs,
             leases,
@@ -330,7 +336,9 @@ impl Offset {
             Edge::Window => rules::window(has_beat, grace, claim_window),
             Edge::Seconds(s) => s,
         };
-        seconds * 1_000_000 + self.nudge
+        // Saturating: the extremes test feeds any i64 here, and a value
+        // out of the range is for the loader to refuse, not to overflow.
+        seconds.saturating_mul(1_000_000).saturating_add(self.nudge)
     }
 }
 

@@ -8,6 +8,8 @@ mod save;
 mod strategy;
 
 #[cfg(test)]
+mod extremes;
+#[cfg(test)]
 mod metamorphic;
 
 pub use case::{Case, ClassCase, Edge, JobCase, LeaseCase, Offset, StepCase};

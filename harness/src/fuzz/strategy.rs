@@ -18,8 +18,8 @@ use super::case::{Case, ClassCase, Edge, GRACES, JobCase, LeaseCase, Offset, Ste
 use crate::outcome::Status;
 
 /// Starting clocks, µs since the epoch: the scenario default, both New York
-/// DST switches of 2026, the 2038 `TIMESTAMP` limit, and near both ends of
-/// the range every backend stores (1970 and 2200).
+/// DST switches of 2026, the 2038 `TIMESTAMP` limit, and 1970 and
+/// 2200 (the range every backend stores is wider: docs/scenario-format.md, "Time range").
 const CLOCKS: &[i64] = &[
     1_768_478_400_000_000, // 2026-01-15T12:00:00Z
     1_772_953_200_000_000, // 2026-03-08T07:00:00Z, 02:00 in New York

@@ -97,6 +97,47 @@ pub enum ScenarioErrorKind {
         "invalid session_time_zone `{0}`: write an IANA name such as `America/New_York` or an offset such as `+05:30`"
     )]
     BadTimeZone(String),
+    /// An instant the run would compute leaves the declared range.
+    #[error(
+        "{what} leaves the range every backend stores ({min} to {max}): move the clock or the value back inside it",
+        min = crate::time::Instant::MIN,
+        max = crate::time::Instant::MAX
+    )]
+    OutOfRange {
+        /// The instant, in words.
+        what: String,
+    },
+    /// Two lease rows share a name (`job_leases.name` is unique).
+    #[error("duplicate lease name `{0}`: give each lease row its own name")]
+    DuplicateLease(String),
+    /// An attempt label spells a numbered attempt another way (`a/01`, `a/+1`).
+    #[error("attempt label `{given}` is not canonical: write `{canonical}` (a number without sign or leading zeros)")]
+    NonCanonicalAttempt {
+        /// The label given.
+        given: String,
+        /// How to write it.
+        canonical: String,
+    },
+    /// The file is not valid UTF-8.
+    #[error("the file is not UTF-8: invalid byte at offset {offset}: save it as UTF-8")]
+    NotUtf8 {
+        /// The byte offset of the first invalid byte, from 0.
+        offset: usize,
+    },
+    /// The path is not a regular file (a FIFO, a device, a socket).
+    #[error("not a regular file: scenario files must be regular files (or symlinks to one)")]
+    NotRegularFile,
+    /// The file is larger than the limit.
+    #[error("the file has {size} bytes, more than the {limit} a scenario may have: split it")]
+    TooLarge {
+        /// Its size in bytes.
+        size: u64,
+        /// The limit in bytes.
+        limit: u64,
+    },
+    /// A `.yml` file where scenarios end in `.yaml`.
+    #[error("scenario files end in `.yaml`, so this `.yml` file would not run: rename it to `{0}`")]
+    YmlExtension(String),
     /// `expect.steps` does not have one entry per step.
     #[error(
         "expect.steps has {given} entries but the scenario has {steps} steps: give one per step, null to match any"

@@ -20,7 +20,10 @@ pub struct LoadedScenario {
     pub scenario: Scenario,
 }
 
-/// Every `.yaml` file below `root`, sorted by name.
+pub use crate::input_file::MAX_FILE_BYTES;
+
+/// Every `.yaml` file below `root`, sorted by name. A `.yml` file is an
+/// error (it would otherwise be silently skipped): rename it.
 pub fn discover(root: &Path) -> Result<Vec<(String, PathBuf)>, ScenarioError> {
     let mut found = Vec::new();
     walk(root, root, &mut found)?;
@@ -34,6 +37,9 @@ fn walk(root: &Path, dir: &Path, found: &mut Vec<(String, PathBuf)>) -> Result<(
         let path = entry.map_err(read_error)?.path();
         if path.is_dir() {
             walk(root, &path, found)?;
+        } else if path.extension().is_some_and(|e| e == "yml") {
+            let renamed = path.with_extension("yaml").display().to_string();
+            return Err(ScenarioError { path, position: None, kind: ScenarioErrorKind::YmlExtension(renamed) });
         } else if path.extension().is_some_and(|e| e == "yaml") {
             let relative = path.strip_prefix(root).expect("walked below root").with_extension("");
             let name = relative.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
@@ -46,8 +52,28 @@ fn walk(root: &Path, dir: &Path, found: &mut Vec<(String, PathBuf)>) -> Result<(
 /// Reads and validates one file; every problem in it is returned.
 pub fn parse_file(name: &str, path: &Path) -> Result<LoadedScenario, Vec<ScenarioError>> {
     let error = |position, kind| ScenarioError { path: path.to_owned(), position, kind };
-    let text = std::fs::read_to_string(path).map_err(|e| vec![error(None, ScenarioErrorKind::Read(e))])?;
+    let text = read_text(path).map_err(|(position, kind)| vec![error(position, kind)])?;
     parse_named(name, path, &text)
+}
+
+/// The text of the regular file at `path` (symlinks followed), at most
+/// [`MAX_FILE_BYTES`] (see `crate::input_file`), as UTF-8; invalid UTF-8 is
+/// reported at its byte offset, line and column.
+pub fn read_text(path: &Path) -> Result<String, (Option<Position>, ScenarioErrorKind)> {
+    use crate::input_file::ReadErrorKind;
+    let bytes = crate::input_file::read_bytes(path).map_err(|e| match e {
+        ReadErrorKind::Io(e) => (None, ScenarioErrorKind::Read(e)),
+        ReadErrorKind::NotRegular => (None, ScenarioErrorKind::NotRegularFile),
+        ReadErrorKind::TooLarge { size, limit } => (None, ScenarioErrorKind::TooLarge { size, limit }),
+    })?;
+    String::from_utf8(bytes).map_err(|e| {
+        let offset = e.utf8_error().valid_up_to();
+        let before = &e.as_bytes()[..offset];
+        let line = before.iter().filter(|b| **b == b'\n').count() as u64 + 1;
+        let line_start = before.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        let column = String::from_utf8_lossy(&before[line_start..]).chars().count() as u64 + 1;
+        (Some(Position { line, column }), ScenarioErrorKind::NotUtf8 { offset })
+    })
 }
 
 /// Parses and validates `text` as if it had been read from `path`: what
@@ -131,6 +157,106 @@ mod tests {
         let (position, message) =
             parse_text("description: x\nclasses: { C: { idempotent: yes } }\nsteps: []\n").unwrap_err();
         assert_eq!(position.map(|p| p.line), Some(2), "{message}");
+    }
+
+    /// A scratch folder removed on drop.
+    struct Scratch(PathBuf);
+    impl Scratch {
+        fn new(name: &str) -> Scratch {
+            let dir = std::env::temp_dir().join(format!("reapcheck-load-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir_all(&dir).unwrap();
+            Scratch(dir)
+        }
+    }
+    impl Drop for Scratch {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn message(path: &Path) -> String {
+        parse_file("x", path).unwrap_err().iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")
+    }
+
+    #[test]
+    fn non_utf8_files_name_the_byte_offset_line_and_column() {
+        let scratch = Scratch::new("utf8");
+        let path = scratch.0.join("bad.yaml");
+        std::fs::write(&path, b"description: x\nsteps: [ re\xffap ]\n").unwrap();
+        let m = message(&path);
+        assert!(
+            m.ends_with("bad.yaml:2:12: the file is not UTF-8: invalid byte at offset 26: save it as UTF-8"),
+            "{m}"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn only_regular_files_are_read_and_at_most_the_size_limit() {
+        let scratch = Scratch::new("special");
+        let fifo = scratch.0.join("pipe.yaml");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+        assert!(made.success());
+        // A FIFO would block a read forever: refused without opening it.
+        assert!(
+            message(&fifo)
+                .ends_with("pipe.yaml: not a regular file: scenario files must be regular files (or symlinks to one)")
+        );
+        let zero = scratch.0.join("zero.yaml");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        assert!(message(&zero).contains("not a regular file"), "{}", message(&zero));
+        let big = scratch.0.join("big.yaml");
+        std::fs::write(&big, vec![b'#'; MAX_FILE_BYTES as usize + 1]).unwrap();
+        assert!(
+            message(&big).ends_with("the file has 8388609 bytes, more than the 8388608 a scenario may have: split it"),
+            "{}",
+            message(&big)
+        );
+        // The whole folder fails to load, naming each file, and nothing hangs.
+        let errors = load_dir(&scratch.0, &[]).unwrap_err();
+        assert_eq!(errors.len(), 3, "{errors:?}");
+    }
+
+    #[test]
+    fn a_yml_file_is_refused_with_its_new_name() {
+        let scratch = Scratch::new("yml");
+        std::fs::write(scratch.0.join("recent-beat.yml"), "description: x\nsteps: []\n").unwrap();
+        let errors = load_dir(&scratch.0, &[]).unwrap_err();
+        let m = errors[0].to_string();
+        assert!(
+            m.contains(
+                "recent-beat.yml: scenario files end in `.yaml`, so this `.yml` file would not run: rename it to"
+            ),
+            "{m}"
+        );
+        assert!(m.ends_with("recent-beat.yaml`"), "{m}");
+    }
+
+    #[test]
+    fn whole_seconds_fields_refuse_units_and_out_of_range_values() {
+        let (position, message) =
+            parse_text("description: x\nsettings: { heartbeat_grace: 30s }\nsteps: []\n").unwrap_err();
+        assert_eq!(position, Some(Position { line: 2, column: 30 }));
+        assert!(
+            message.starts_with(
+                "`30s` has a unit, but this field takes whole seconds as an integer with no unit: write `30`"
+            ),
+            "{message}"
+        );
+        let (_, message) = parse_text("description: x\nclasses: { C: { timeout: 1h } }\nsteps: []\n").unwrap_err();
+        assert!(message.contains("write `3600`"), "{message}");
+        let (position, message) =
+            parse_text("description: x\nclasses: { C: { base_delay: -1 } }\nsteps: []\n").unwrap_err();
+        assert_eq!(position, Some(Position { line: 2, column: 29 }));
+        assert!(message.contains("from 0 to 284012524800"), "{message}");
+        let (_, message) =
+            parse_text("description: x\njobs: [ { id: a, class: C, attempts: 9223372036854775807 } ]\nsteps: []\n")
+                .unwrap_err();
+        assert!(message.contains("so that counting claims cannot overflow"), "{message}");
+        // Values inside the ranges still read as before.
+        let s = parse_text("description: x\nsettings: { heartbeat_grace: -5 }\nclasses: { C: { timeout: 0, max_delay: 1 } }\nsteps: [ { reap: { timeout: -60 } } ]\n").unwrap();
+        assert_eq!((s.settings.heartbeat_grace, s.classes["C"].timeout), (-5, 0));
     }
 
     #[test]

@@ -10,6 +10,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use super::located::Located;
+use super::seconds;
 use crate::outcome::{FailureEvent, LastError, Status, StepResult};
 use crate::time::{Duration, Instant, TimeSpec};
 
@@ -33,7 +34,7 @@ pub struct Scenario {
     pub schema: Schema,
     /// A time zone set on every connection; outcomes must not change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub session_time_zone: Option<String>,
+    pub session_time_zone: Option<Located<String>>,
     /// Job classes by name.
     #[serde(default)]
     pub classes: BTreeMap<String, Class>,
@@ -62,7 +63,7 @@ fn default_now() -> Instant {
 #[serde(deny_unknown_fields)]
 pub struct Settings {
     /// Seconds of silence after a heartbeat before the job counts as dead.
-    #[serde(default = "default_grace")]
+    #[serde(default = "default_grace", deserialize_with = "seconds::signed::plain")]
     pub heartbeat_grace: i64,
 }
 
@@ -101,22 +102,22 @@ impl fmt::Display for Schema {
 #[serde(deny_unknown_fields)]
 pub struct Class {
     /// Seconds an attempt may run; written to `claim_timeout` at claim.
-    #[serde(default = "default_timeout")]
+    #[serde(default = "default_timeout", deserialize_with = "seconds::signed::plain")]
     pub timeout: i64,
     /// Whether a reaped job may simply run again.
     #[serde(default = "yes")]
     pub idempotent: bool,
     /// The class's own grace; unset uses the app setting, `0` turns it off.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "seconds::signed::option", skip_serializing_if = "Option::is_none")]
     pub heartbeat_grace: Option<i64>,
     /// Retries allowed after the first run.
-    #[serde(default = "default_max_retries")]
+    #[serde(default = "default_max_retries", deserialize_with = "seconds::counter::plain")]
     pub max_retries: i64,
-    /// Backoff base, in seconds.
-    #[serde(default = "default_base_delay")]
+    /// Backoff base, in seconds (0 or more).
+    #[serde(default = "default_base_delay", deserialize_with = "seconds::non_negative::plain")]
     pub base_delay: i64,
     /// Backoff cap, in seconds.
-    #[serde(default = "default_max_delay")]
+    #[serde(default = "default_max_delay", deserialize_with = "seconds::signed::plain")]
     pub max_delay: i64,
     /// At most one attempt of the class runs at once.
     #[serde(default)]
@@ -180,24 +181,29 @@ pub struct Job {
     #[serde(default)]
     pub status: Status,
     /// Claims so far.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "seconds::counter::plain")]
     pub attempts: i64,
     /// Retries allowed; unset takes the class's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "seconds::counter::option", skip_serializing_if = "Option::is_none")]
     pub max_retries: Option<i64>,
     /// `claim_timeout`: unset takes the class's timeout for a processing
     /// row (NULL otherwise); `null` is an old row without one.
-    #[serde(default, with = "present", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "seconds::signed::present",
+        serialize_with = "present::serialize",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub claim_timeout: Option<Option<i64>>,
     /// `updated_at`: the claim time.
     #[serde(default = "zero", skip_serializing_if = "is_zero")]
-    pub claimed: TimeSpec,
+    pub claimed: Located<TimeSpec>,
     /// `heartbeat_at`; unset means it never beat.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub heartbeat: Option<TimeSpec>,
+    pub heartbeat: Option<Located<TimeSpec>>,
     /// When a pending job is due.
     #[serde(default = "zero", skip_serializing_if = "is_zero")]
-    pub run_at: TimeSpec,
+    pub run_at: Located<TimeSpec>,
     /// The job's own lease key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency_key: Option<String>,
@@ -244,10 +250,10 @@ fn digits(n: u64) -> usize {
 fn default_queue() -> Located<String> {
     Located::new("default".to_owned())
 }
-fn zero() -> TimeSpec {
-    TimeSpec::Relative(Duration::ZERO)
+fn zero() -> Located<TimeSpec> {
+    Located::new(TimeSpec::Relative(Duration::ZERO))
 }
-fn is_zero(t: &TimeSpec) -> bool {
+fn is_zero(t: &Located<TimeSpec>) -> bool {
     *t == zero()
 }
 
@@ -271,12 +277,12 @@ mod present {
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Lease {
-    /// The lease name, such as `job:Report` or `key:tenant-1`.
-    pub name: String,
+    /// The lease name, such as `job:Report` or `key:tenant-1`; unique.
+    pub name: Located<String>,
     /// The attempt label that holds it.
     pub owner: String,
     /// When it lapses.
-    pub expires: TimeSpec,
+    pub expires: Located<TimeSpec>,
 }
 
 /// One operation of a scenario.
@@ -327,7 +333,7 @@ pub const DEFAULT_POLL_TIMEOUT: i64 = 300;
 #[serde(deny_unknown_fields)]
 pub struct ReapArgs {
     /// The reaper's poll timeout in seconds (default 300).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "seconds::signed::option", skip_serializing_if = "Option::is_none")]
     pub timeout: Option<i64>,
     /// Only these queues; unset means all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -342,7 +348,7 @@ pub struct ScanArgs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reaper: Option<String>,
     /// The reaper's poll timeout in seconds (default 300).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, deserialize_with = "seconds::signed::option", skip_serializing_if = "Option::is_none")]
     pub timeout: Option<i64>,
     /// Only these queues; unset means all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -385,7 +391,8 @@ pub struct AttemptRef {
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SetArgs {
-    /// The new app-wide grace.
+    /// The new app-wide grace, seconds.
+    #[serde(deserialize_with = "seconds::signed::plain")]
     pub heartbeat_grace: i64,
 }
 
@@ -395,7 +402,7 @@ pub struct SetArgs {
 pub struct Expect {
     /// One entry per step; `null` matches any result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub steps: Option<Vec<Option<StepResult>>>,
+    pub steps: Option<Located<Vec<Option<StepResult>>>>,
     /// Parts of job rows, by job id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub jobs: Option<BTreeMap<Located<String>, ExpectJob>>,

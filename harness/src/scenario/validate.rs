@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::bounds::check_bounds;
 use super::error::ScenarioErrorKind;
 use super::located::{Located, Position};
 use super::types::{AttemptRef, MAX_COUNT, Scenario, Schema, Step};
@@ -18,10 +19,12 @@ pub fn validate(scenario: &Scenario) -> Vec<Problem> {
     check_steps(scenario, &jobs, &mut problems);
     check_expect(scenario, &jobs, &mut problems);
     check_divergence(scenario, &mut problems);
+    check_leases(scenario, &mut problems);
+    check_bounds(scenario, &mut problems);
     if let Some(zone) = &scenario.session_time_zone
         && !is_time_zone(zone)
     {
-        problems.push((None, ScenarioErrorKind::BadTimeZone(zone.clone())));
+        problems.push((zone.position(), ScenarioErrorKind::BadTimeZone(zone.to_string())));
     }
     problems.sort_by_key(|(p, _)| *p);
     problems
@@ -59,6 +62,15 @@ fn check_jobs(scenario: &Scenario, problems: &mut Vec<Problem>) -> Labels {
     labels
 }
 
+fn check_leases(scenario: &Scenario, problems: &mut Vec<Problem>) {
+    let mut names = BTreeSet::new();
+    for lease in &scenario.leases {
+        if !names.insert(lease.name.as_str()) {
+            problems.push((lease.name.position(), ScenarioErrorKind::DuplicateLease(lease.name.to_string())));
+        }
+    }
+}
+
 fn check_queue(queue: &Located<String>, problems: &mut Vec<Problem>) {
     if queue.is_empty() || queue.contains(',') {
         problems.push((queue.position(), ScenarioErrorKind::BadQueue(queue.to_string())));
@@ -88,6 +100,10 @@ fn check_steps(scenario: &Scenario, labels: &Labels, problems: &mut Vec<Problem>
                 None => problems.push(unknown_job(&c.job)),
                 Some(taken) => {
                     if let Some(label) = &c.label
+                        && let Some(problem) = non_canonical(&c.job, label)
+                    {
+                        problems.push(problem);
+                    } else if let Some(label) = &c.label
                         && (!taken.insert(label.to_string()) || numbered(&c.job, label).is_some())
                     {
                         problems.push((label.position(), ScenarioErrorKind::DuplicateLabel(label.to_string())));
@@ -108,17 +124,33 @@ fn check_steps(scenario: &Scenario, labels: &Labels, problems: &mut Vec<Problem>
     }
 }
 
-/// `n` when `label` is `<job>/<n>` with n >= 1.
+/// `n` when `label` is `<job>/<n>` with n >= 1, written canonically (no
+/// sign, no leading zeros): the label the driver gives the n-th claim.
 fn numbered(job: &str, label: &str) -> Option<u64> {
-    let n: u64 = label.strip_prefix(job)?.strip_prefix('/')?.parse().ok()?;
-    (n >= 1).then_some(n)
+    let digits = label.strip_prefix(job)?.strip_prefix('/')?;
+    let n: u64 = digits.parse().ok()?;
+    (n >= 1 && digits == n.to_string()).then_some(n)
+}
+
+/// A problem when `label` spells a numbered attempt of `job` another way
+/// (`a/01`, `a/+1`): the driver's tokens are canonical, so such a label
+/// would silently be a different attempt.
+fn non_canonical(job: &str, label: &Located<String>) -> Option<Problem> {
+    let digits = label.strip_prefix(job)?.strip_prefix('/')?;
+    let n: u64 = digits.parse().ok()?;
+    (digits != n.to_string()).then(|| {
+        let canonical = if n == 0 { format!("{job}/1 or later") } else { format!("{job}/{n}") };
+        (label.position(), ScenarioErrorKind::NonCanonicalAttempt { given: label.to_string(), canonical })
+    })
 }
 
 fn check_attempt(r: &AttemptRef, labels: &Labels, problems: &mut Vec<Problem>) {
     let (Some(attempt), Some(taken)) = (&r.attempt, labels.get(r.job.as_str())) else {
         return;
     };
-    if numbered(&r.job, attempt).is_none() && !taken.contains(attempt.as_str()) {
+    if let Some(problem) = non_canonical(&r.job, attempt) {
+        problems.push(problem);
+    } else if numbered(&r.job, attempt).is_none() && !taken.contains(attempt.as_str()) {
         problems.push((
             attempt.position(),
             ScenarioErrorKind::UnknownAttempt { job: r.job.to_string(), attempt: attempt.to_string() },
@@ -131,7 +163,10 @@ fn check_expect(scenario: &Scenario, labels: &Labels, problems: &mut Vec<Problem
     if let Some(steps) = &expect.steps
         && steps.len() != scenario.steps.len()
     {
-        problems.push((None, ScenarioErrorKind::ExpectStepCount { given: steps.len(), steps: scenario.steps.len() }));
+        problems.push((
+            steps.position(),
+            ScenarioErrorKind::ExpectStepCount { given: steps.len(), steps: scenario.steps.len() },
+        ));
     }
     for job in expect.jobs.iter().flat_map(|jobs| jobs.keys()) {
         if !labels.contains_key(job.as_str()) {
@@ -263,6 +298,36 @@ mod tests {
     }
 
     #[test]
+    fn duplicate_leases_and_non_canonical_labels_are_refused_where_written() {
+        let found = problems(
+            "description: x\nclasses: { C: {} }\njobs: [ { id: a, class: C } ]\n\
+             leases:\n  - { name: n, owner: a/1, expires: +1m }\n  - { name: n, owner: a/2, expires: +1m }\n\
+             steps:\n  - claim: { job: a, as: a/01 }\n  - heartbeat: { job: a, attempt: a/+1 }\n\
+             \x20 - complete: { job: a, attempt: a/0 }\n  - fail: { job: a, attempt: a/1 }\n",
+        );
+        assert_eq!(
+            found,
+            vec![
+                "6:13: duplicate lease name `n`: give each lease row its own name",
+                "8:26: attempt label `a/01` is not canonical: write `a/1` (a number without sign or leading zeros)",
+                "9:35: attempt label `a/+1` is not canonical: write `a/1` (a number without sign or leading zeros)",
+                "10:34: unknown attempt `a/0` of job `a`: use `a/<n>` or a label given with `as:` on a claim of `a`",
+            ]
+        );
+    }
+
+    #[test]
+    fn expect_step_counts_and_time_zones_have_positions() {
+        let found = problems(
+            "description: x\nsession_time_zone: Mars Base\nclasses: { C: {} }\njobs: [ { id: a, class: C } ]\n\
+             steps: [ reap ]\nexpect:\n  steps: [ { reap: 1 }, null ]\n",
+        );
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found[0].starts_with("2:20: invalid session_time_zone `Mars Base`"), "{found:?}");
+        assert!(found[1].starts_with("7:10: expect.steps has 2 entries but the scenario has 1 steps"), "{found:?}");
+    }
+
+    #[test]
     fn recognises_zone_names_and_offsets() {
         for ok in ["UTC", "America/New_York", "+05:30", "-03:00", "Asia/Kathmandu", "Etc/GMT+5"] {
             assert!(is_time_zone(ok), "{ok}");
@@ -278,5 +343,7 @@ mod tests {
         assert_eq!(numbered("a", "a/0"), None);
         assert_eq!(numbered("a", "ab/1"), None);
         assert_eq!(numbered("a", "b/1"), None);
+        assert_eq!(numbered("a", "a/01"), None, "only the canonical spelling is the numbered attempt");
+        assert_eq!(numbered("a", "a/+1"), None);
     }
 }
