@@ -346,4 +346,11 @@ pub enum EngineErrorKind {
     /// A returned row did not have the declared columns or types.
     #[error("unexpected result: {0}")]
     Decode(String),
+    /// The run was stopped by a signal (`SIGINT`, `SIGTERM`) before it
+    /// finished ([`crate::interrupt`]).
+    #[error("interrupted by {0} before it finished")]
+    Interrupted(&'static str),
+    /// reapcheck itself panicked while running the scenario: the message.
+    #[error("reapcheck panicked: {0}; this is a bug in reapcheck, please report it with the scenario")]
+    Panicked(String),
 }

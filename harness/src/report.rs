@@ -25,11 +25,17 @@ pub struct CaseRecord {
     pub elapsed: Duration,
 }
 
-/// The JUnit XML document for `records`.
-pub fn junit(records: &[CaseRecord]) -> String {
+/// The JUnit XML document for `records`. A run `interrupted` by a signal
+/// (`SIGINT`, `SIGTERM`) gives every suite the property
+/// `interrupted=<signal>`: the cases it did not run are skipped, and the
+/// document is incomplete.
+pub fn junit(records: &[CaseRecord], interrupted: Option<&str>) -> String {
     let mut report = Report::new("reapcheck");
     for (target, cases) in by_target(records) {
         let mut suite = TestSuite::new(target);
+        if let Some(signal) = interrupted {
+            suite.add_property(quick_junit::Property::new("interrupted", signal));
+        }
         for r in cases {
             let status = match &r.verdict {
                 Verdict::Ok | Verdict::New => TestCaseStatus::success(),
@@ -60,9 +66,13 @@ pub fn junit(records: &[CaseRecord]) -> String {
     report.to_string().expect("a report always serializes")
 }
 
-/// One line per target: its server and its counts.
-pub fn summary(records: &[CaseRecord]) -> String {
+/// One line per target: its server and its counts; first, when the run was
+/// `interrupted` by a signal, a line saying the counts are incomplete.
+pub fn summary(records: &[CaseRecord], interrupted: Option<&str>) -> String {
     let mut out = String::new();
+    if let Some(signal) = interrupted {
+        out.push_str(&format!("INCOMPLETE: interrupted by {signal}; the cases it did not run are skipped\n"));
+    }
     for (target, cases) in by_target(records) {
         let count = |f: fn(&Verdict) -> bool| cases.iter().filter(|r| f(&r.verdict)).count();
         let passed = count(|v| matches!(v, Verdict::Ok | Verdict::New | Verdict::Diverged(_)));
@@ -82,10 +92,11 @@ fn by_target(records: &[CaseRecord]) -> BTreeMap<&str, Vec<&CaseRecord>> {
     map
 }
 
-/// Writes `junit.xml` and `summary.txt` into `dir`, each atomically.
-pub fn write(dir: &Path, records: &[CaseRecord]) -> std::io::Result<()> {
+/// Writes `junit.xml` and `summary.txt` into `dir`, each atomically;
+/// marked incomplete when the run was `interrupted` by that signal.
+pub fn write(dir: &Path, records: &[CaseRecord], interrupted: Option<&str>) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
-    for (name, text) in [("junit.xml", junit(records)), ("summary.txt", summary(records))] {
+    for (name, text) in [("junit.xml", junit(records, interrupted)), ("summary.txt", summary(records, interrupted))] {
         let tmp = dir.join(format!(".{name}.tmp"));
         std::fs::write(&tmp, text)?;
         std::fs::rename(&tmp, dir.join(name))?;
@@ -114,15 +125,31 @@ mod tests {
             record("mssql", Verdict::Skipped("no REAPCHECK_MSSQL_URL".into())),
             record("postgres", Verdict::Fail("postgres disagrees with the model\n-a\n+b".into())),
         ];
-        let xml = junit(&records);
+        let xml = junit(&records, None);
+        assert!(!xml.contains("interrupted"), "{xml}");
         assert!(xml.contains("<skipped message=\"no REAPCHECK_MSSQL_URL\""), "{xml}");
         assert!(xml.contains("<failure message=\"postgres disagrees with the model\""), "{xml}");
         assert!(xml.contains("classname=\"sqlite [sqlite 1.0]\""), "{xml}");
         assert_eq!(
-            summary(&records),
+            summary(&records, None),
             "mssql [not reached]: 0 passed, 0 failed, 1 skipped\n\
              postgres [postgres 1.0]: 0 passed, 1 failed, 0 skipped\n\
              sqlite [sqlite 1.0]: 1 passed, 0 failed, 0 skipped\n"
+        );
+    }
+
+    #[test]
+    fn an_interrupted_run_is_marked_incomplete_in_both() {
+        let records = [
+            record("sqlite", Verdict::Ok),
+            record("sqlite", Verdict::Skipped("not run: interrupted by SIGINT".into())),
+        ];
+        let xml = junit(&records, Some("SIGINT"));
+        assert!(xml.contains("<property name=\"interrupted\" value=\"SIGINT\"/>"), "{xml}");
+        assert_eq!(
+            summary(&records, Some("SIGTERM")),
+            "INCOMPLETE: interrupted by SIGTERM; the cases it did not run are skipped\n\
+             sqlite [sqlite 1.0]: 1 passed, 0 failed, 1 skipped\n"
         );
     }
 }

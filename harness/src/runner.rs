@@ -2,17 +2,21 @@
 //! target against the model. The CLI and the test suite both decide
 //! pass/fail here, so they cannot drift apart.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime};
+use std::panic::AssertUnwindSafe;
+use std::time::{Duration, Instant};
 
-use crate::backend::Server;
+use futures_util::FutureExt;
+
+use crate::backend::{Connection, Server};
 use crate::dialect::{Dialect, Profile};
 use crate::diff;
 use crate::driver;
 use crate::engine::{EngineError, EngineErrorKind, Phase};
 use crate::expect;
 use crate::feature;
+use crate::interrupt;
 use crate::model::Model;
+use crate::namespace;
 use crate::outcome::Outcome;
 use crate::relax;
 use crate::resolution::Resolved;
@@ -126,6 +130,10 @@ pub async fn check_target(
     }
     let run = run_logged(server, dialect, scenario, None).await;
     let (verdict, yaml) = match run.outcome {
+        Err(EngineError { kind: EngineErrorKind::Interrupted(signal), .. }) => {
+            let reason = format!("interrupted by {signal} mid-run; its namespace was dropped");
+            return TargetRun { verdict: Verdict::Skipped(reason), yaml: None, log: run.log };
+        }
         Err(e) => (Verdict::Fail(format!("{target} failed: {e}")), None),
         Ok(outcome) => {
             let yaml = snapshot::normalize(&outcome.to_yaml());
@@ -286,7 +294,7 @@ pub async fn run_logged(
     scenario: &LoadedScenario,
     checkpoints: Option<&mut driver::Checkpoints>,
 ) -> LoggedRun {
-    let namespace = fresh_namespace();
+    let namespace = namespace::fresh();
     let started = Instant::now();
     let mut log = Vec::new();
     let mut conn = match server.open().await {
@@ -322,7 +330,11 @@ pub async fn run_logged(
             let s = &scenario.scenario;
             let engine = SqlEngine::new(dialect, s.schema, &mut conn);
             let mut engine = Resolved::new(engine, dialect.profile.time_resolution);
-            let outcome = driver::run_with(s, &mut engine, None, checkpoints).await;
+            let played = AssertUnwindSafe(driver::run_with(s, &mut engine, None, checkpoints)).catch_unwind();
+            let outcome = tokio::select! {
+                played = played => played.unwrap_or_else(|panic| Err(panicked("run", panic.as_ref()))),
+                signal = interrupt::wait() => Err(EngineError { statement: "run", kind: EngineErrorKind::Interrupted(signal) }),
+            };
             log.extend(engine.into_inner().into_log());
             outcome
         }
@@ -331,6 +343,10 @@ pub async fn run_logged(
     let ran = started.elapsed();
     let dropped = script(&mut conn, "drop_namespace", Phase::Teardown, &mut log).await;
     conn.close().await;
+    let dropped = match dropped {
+        Ok(()) => Ok(()),
+        Err(e) => confirm_dropped(server, dialect, &namespace, e).await,
+    };
     let phases = Phases { setup, run: ran - setup, teardown: started.elapsed() - ran };
     let outcome = run.and_then(|outcome| {
         dropped.map(|()| outcome).map_err(|e| EngineError {
@@ -344,12 +360,83 @@ pub async fn run_logged(
     LoggedRun { outcome, log, phases }
 }
 
-/// A namespace name no other run, in this process or another, is using.
-fn fresh_namespace() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-    format!("rc_{}_{n}_{nanos}", std::process::id())
+/// After `drop_namespace` failed with `failed` on the run's connection:
+/// `Ok` when the namespace is gone after all, else `failed` unless a drop
+/// on a new connection succeeds. A failed drop is not proof of a namespace
+/// left behind: MariaDB finishes a `DROP DATABASE` whose connection is
+/// killed or cut mid-statement and only then reports the lost connection,
+/// so the run's own connection cannot say whether the drop happened; the
+/// catalog, read on a new one, can. A connection lost before the drop is
+/// retried on a new one, so the namespace is not left behind either.
+async fn confirm_dropped(
+    server: &Server,
+    dialect: &Dialect,
+    namespace: &str,
+    failed: EngineError,
+) -> Result<(), EngineError> {
+    if let Ok(names) = server.namespaces().await
+        && !names.iter().any(|n| n == namespace)
+    {
+        return Ok(());
+    }
+    let Ok(mut conn) = server.open().await else { return Err(failed) };
+    let again = namespace_script(&mut conn, dialect, "drop_namespace", namespace).await;
+    conn.close().await;
+    again.map_err(|_| failed)
+}
+
+/// Drops the namespaces earlier runs left on `server` ([`namespace::is_stale`]:
+/// made on this host by a process that is gone, or older than
+/// [`namespace::MAX_AGE`]), each with the dialect's `drop_namespace` on a
+/// connection of its own.
+pub async fn sweep(server: &Server, dialect: &Dialect) -> Swept {
+    let names = match server.namespaces().await {
+        Ok(names) => names,
+        Err(e) => return Swept { errors: vec![format!("cannot list the namespaces: {e}")], ..Swept::default() },
+    };
+    let (me, now) = (namespace::this_process(), namespace::unix_seconds());
+    let mut swept = Swept::default();
+    for name in names {
+        if !namespace::is_stale(&name, me, now, namespace::process_alive) {
+            continue;
+        }
+        let dropped = match server.open().await {
+            Ok(mut conn) => {
+                let dropped = namespace_script(&mut conn, dialect, "drop_namespace", &name).await;
+                Connection::close(conn).await;
+                dropped.map_err(|e| e.to_string())
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        match dropped {
+            Ok(()) => swept.removed.push(name),
+            Err(e) => swept.errors.push(format!("cannot drop {name}: {e}")),
+        }
+    }
+    swept
+}
+
+/// What [`sweep`] did.
+#[derive(Debug, Default)]
+pub struct Swept {
+    /// The namespaces it dropped.
+    pub removed: Vec<String>,
+    /// What went wrong, one line each (listing or dropping).
+    pub errors: Vec<String>,
+}
+
+/// The error of a run that panicked at `statement`, with the panic's message.
+pub fn panicked(statement: &'static str, panic: &(dyn std::any::Any + Send)) -> EngineError {
+    EngineError { statement, kind: EngineErrorKind::Panicked(panic_message(panic)) }
+}
+
+/// The text a panic was raised with.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    match (panic.downcast_ref::<&str>(), panic.downcast_ref::<String>()) {
+        (Some(s), _) => (*s).to_owned(),
+        (_, Some(s)) => s.clone(),
+        _ => "a panic without a message".to_owned(),
+    }
 }
 
 #[cfg(test)]
@@ -357,10 +444,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn namespaces_are_unique_identifiers() {
-        let a = fresh_namespace();
-        let b = fresh_namespace();
-        assert_ne!(a, b);
-        assert!(a.starts_with("rc_") && a.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_'));
+    fn panic_messages_are_read_from_either_payload() {
+        assert_eq!(panic_message(&"static"), "static");
+        assert_eq!(panic_message(&String::from("owned")), "owned");
+        assert_eq!(panic_message(&3_u8), "a panic without a message");
+        let e = panicked("run", &"instants are validated");
+        assert!(e.to_string().contains("reapcheck panicked: instants are validated"), "{e}");
     }
 }

@@ -16,11 +16,19 @@
 //! that a `cockroach` run can never be reported from a PostgreSQL server or
 //! the reverse.
 //!
-//! Connections come from a pool and are reset by [`PgServer::open`]: their
-//! cached prepared statements are dropped (they may name a dropped
-//! namespace's tables) and `RESET ALL` restores every session setting a
-//! dialect can change (`search_path`, `TimeZone`), so nothing leaks from one
-//! scenario into the next. Measured on a local PostgreSQL 15 (debug build,
+//! Connections come from a small pool of this module's own and are reset by
+//! [`PgServer::open`]: their cached prepared statements are dropped (they
+//! may name a dropped namespace's tables) and `RESET ALL` restores every
+//! session setting a dialect can change (`search_path`, `TimeZone`), so
+//! nothing leaks from one scenario into the next. The pool never holds more
+//! sessions than its limit ([`PgServer::limit_connections`]; `run` sets it
+//! to `--jobs`), counting the ones in use and the idle ones, plus the one
+//! version probe of [`connect`], closed before the pool opens any. It
+//! never retries: a refused or reset connection fails the open that met it
+//! at once (sqlx's own pool retried a refused connect until its 5 s
+//! timeout, for every remaining scenario once a server had stopped, and
+//! could open more sessions than its maximum while a returned connection
+//! was still on its way back). Measured on a local PostgreSQL 15 (debug build,
 //! 50 runs each): a new connection per open costs 9-10 ms, a pooled one
 //! 0.7-1.0 ms with its reset; a six-step scenario took about 150 ms with
 //! new connections and 115-130 ms pooled (the rest is mostly DDL), the
@@ -28,12 +36,14 @@
 //! pool belongs to the tokio runtime that first uses it.
 
 use std::str::FromStr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, NaiveDateTime, Utc};
-use sqlx::pool::PoolConnection;
-use sqlx::postgres::{PgArguments, PgConnectOptions, PgPool, PgPoolOptions, PgRow};
-use sqlx::{Arguments, Column as _, ConnectOptions, Connection as _, PgConnection, Postgres, Row, TypeInfo as _};
+use sqlx::postgres::{PgArguments, PgConnectOptions, PgRow};
+use sqlx::{Arguments, Column as _, ConnectOptions, Connection as _, PgConnection, Row, TypeInfo as _};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::error::{BackendError, BackendErrorKind};
 use super::instants::InstantEncoding;
@@ -46,9 +56,10 @@ use crate::time::Instant;
 /// How long a connection attempt may take before it counts as unreachable.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The most connections a server's pool opens: more than the scenarios
-/// reapcheck runs at once, well under PostgreSQL's default limit of 100.
-const MAX_CONNECTIONS: u32 = 32;
+/// The most connections a server's pool opens unless
+/// [`PgServer::limit_connections`] says otherwise: well under PostgreSQL's
+/// default limit of 100.
+const MAX_CONNECTIONS: usize = 32;
 
 /// A database product that speaks the PostgreSQL protocol.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,17 +82,43 @@ impl Product {
 
 /// A reachable server, from which each scenario gets a reset connection.
 pub struct PgServer {
-    pool: PgPool,
+    options: PgConnectOptions,
+    timeout: Duration,
+    /// One permit per session the pool may hold, in use or idle.
+    permits: Arc<Semaphore>,
+    /// Sessions given back by [`PgConn::close`], each with its permit.
+    idle: Arc<Mutex<Vec<(PgConnection, OwnedSemaphorePermit)>>>,
+    /// How many sessions were ever opened (for tests).
+    opened: AtomicUsize,
     /// Kept only to take its password out of error messages.
     url: String,
     version: String,
 }
 
-/// One connection, for one scenario run.
+/// One connection, for one scenario run. [`PgConn::close`] gives it back
+/// to its server's pool; dropped without it, the session ends.
 pub struct PgConn {
-    conn: PoolConnection<Postgres>,
+    conn: Session,
+    permit: OwnedSemaphorePermit,
+    idle: Arc<Mutex<Vec<(PgConnection, OwnedSemaphorePermit)>>>,
     /// How instants are bound; see [`InstantEncoding`].
     pub(super) instants: InstantEncoding,
+}
+
+/// A session, dereferencing to sqlx's connection.
+struct Session(PgConnection);
+
+impl std::ops::Deref for Session {
+    type Target = PgConnection;
+    fn deref(&self) -> &PgConnection {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Session {
+    fn deref_mut(&mut self) -> &mut PgConnection {
+        &mut self.0
+    }
 }
 
 /// Reaches the server at `url` and checks that it is `wanted`.
@@ -94,9 +131,15 @@ async fn connect_within(url: &str, wanted: Product, timeout: Duration) -> Result
     let options = PgConnectOptions::from_str(url).map_err(|e| hide(e.into()))?;
     let reported = probe_version(&options, timeout).await.map_err(hide)?;
     let version = expect_product(&reported, wanted)?;
-    let pool =
-        PgPoolOptions::new().max_connections(MAX_CONNECTIONS).acquire_timeout(timeout).connect_lazy_with(options);
-    Ok(PgServer { pool, url: url.to_owned(), version })
+    Ok(PgServer {
+        options,
+        timeout,
+        permits: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
+        idle: Arc::default(),
+        opened: AtomicUsize::new(0),
+        url: url.to_owned(),
+        version,
+    })
 }
 
 /// The server's `version()` text, asked on a connection of its own: the
@@ -174,25 +217,61 @@ impl PgServer {
         &self.version
     }
 
-    /// A connection with the session defaults and no cached statements.
+    /// A connection with the session defaults and no cached statements:
+    /// an idle one reset, else a new one. Waits while the pool holds its
+    /// limit of sessions in use; an idle session whose reset fails (the
+    /// server restarted or cut it) is closed and the next one tried, and a
+    /// refused connect fails at once.
     pub async fn open(&self) -> Result<PgConn, BackendError> {
-        let opened = async {
-            let conn = self.pool.acquire().await.map_err(|e| match e {
-                sqlx::Error::PoolTimedOut => {
-                    timed_out(&self.pool.connect_options(), self.pool.options().get_acquire_timeout())
-                }
-                other => other.into(),
-            })?;
-            let mut conn = PgConn { conn, instants: InstantEncoding::default() };
-            conn.reset().await?;
-            Ok(conn)
-        };
-        opened.await.map_err(|e| hide_password(e, &self.url))
+        self.open_inner().await.map_err(|e| hide_password(e, &self.url))
     }
 
-    /// Closes every pooled connection.
+    async fn open_inner(&self) -> Result<PgConn, BackendError> {
+        loop {
+            let reused = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+            let Some((conn, permit)) = reused else { break };
+            let mut conn =
+                PgConn { conn: Session(conn), permit, idle: self.idle.clone(), instants: Default::default() };
+            if conn.reset().await.is_ok() {
+                return Ok(conn);
+            }
+        }
+        let permit = match self.permits.clone().acquire_owned().await {
+            Ok(p) => p,
+            Err(_) => return Err(BackendError::new(BackendErrorKind::Connection, "the pool was closed")),
+        };
+        // A session may have come back while this open waited.
+        if let Some((conn, _)) = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop() {
+            let mut conn =
+                PgConn { conn: Session(conn), permit, idle: self.idle.clone(), instants: Default::default() };
+            if conn.reset().await.is_ok() {
+                return Ok(conn);
+            }
+            let permit = conn.permit;
+            return self.connect(permit).await;
+        }
+        self.connect(permit).await
+    }
+
+    async fn connect(&self, permit: OwnedSemaphorePermit) -> Result<PgConn, BackendError> {
+        let conn = connect_once(&self.options, self.timeout).await?;
+        self.opened.fetch_add(1, Ordering::Relaxed);
+        Ok(PgConn { conn: Session(conn), permit, idle: self.idle.clone(), instants: InstantEncoding::default() })
+    }
+
+    /// Holds at most `sessions` connections from now on (at least 1), in
+    /// use and idle together. Call it before the first [`PgServer::open`].
+    pub fn limit_connections(&mut self, sessions: usize) {
+        self.permits = Arc::new(Semaphore::new(sessions.max(1)));
+    }
+
+    /// Closes every idle connection; no connection opens after it.
     pub async fn close(self) {
-        self.pool.close().await;
+        self.permits.close();
+        let idle = std::mem::take(&mut *self.idle.lock().unwrap_or_else(|p| p.into_inner()));
+        for (conn, _) in idle {
+            let _ = conn.close().await;
+        }
     }
 }
 
@@ -261,7 +340,8 @@ impl PgConn {
     /// Gives the connection back to the pool; the next [`PgServer::open`]
     /// resets it.
     pub async fn close(self) {
-        drop(self.conn);
+        let PgConn { conn, permit, idle, .. } = self;
+        idle.lock().unwrap_or_else(|p| p.into_inner()).push((conn.0, permit));
     }
 }
 
@@ -472,15 +552,8 @@ mod tests {
         engine.call(Call::ReadJobs).await.expect("the first session sees its tables");
         assert_eq!(time_zone(&mut first).await, "Asia/Kathmandu");
         first.close().await;
-        // The pool takes a connection back in a task of its own.
-        for _ in 0..500 {
-            if pg.pool.num_idle() == 1 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
         let mut second = server.open().await.expect("a connection reopens");
-        let reused = pg.pool.size();
+        let reused = pg.opened.load(Ordering::Relaxed);
         let Connection::Postgres(c) = &second else { unreachable!("a postgres server gives postgres connections") };
         let cached = c.conn.cached_statements_size();
         let zone = time_zone(&mut second).await;
