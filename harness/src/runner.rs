@@ -451,4 +451,49 @@ mod tests {
         let e = panicked("run", &"instants are validated");
         assert!(e.to_string().contains("reapcheck panicked: instants are validated"), "{e}");
     }
+
+    /// Against `REAPCHECK_MARIADB_URL`: MariaDB is where a failed drop was
+    /// reported although the namespace was gone.
+    #[cfg_attr(not(live_mariadb), ignore = "REAPCHECK_MARIADB_URL was not set when the tests were built")]
+    #[tokio::test]
+    async fn a_failed_drop_is_checked_on_a_new_connection_before_it_is_reported() {
+        use crate::dialect::Source;
+        use crate::dialect::contract::Column;
+        use crate::engine::{Kind, Value};
+        let url = std::env::var("REAPCHECK_MARIADB_URL").expect("set when the tests were built");
+        let server = crate::backend::mysql(&url).await.expect("mariadb is reachable");
+        let dialect = Dialect::load(&Source::Embedded, "mysql").expect("the mysql dialect loads");
+        let script = async |conn: &mut Connection, name: &'static str, ns: &str| {
+            namespace_script(conn, &dialect, name, ns).await
+        };
+        // The drop completed (here from another session), yet the run's own
+        // DROP DATABASE errs: no alarm.
+        let ns = namespace::fresh();
+        let mut run = server.open().await.expect("open");
+        script(&mut run, "create_namespace", &ns).await.expect("created");
+        script(&mut run, "enter_namespace", &ns).await.expect("entered");
+        let mut other = server.open().await.expect("open");
+        script(&mut other, "drop_namespace", &ns).await.expect("dropped elsewhere");
+        other.close().await;
+        let failed = script(&mut run, "drop_namespace", &ns).await.expect_err("the run's drop errs");
+        run.close().await;
+        confirm_dropped(&server, &dialect, &ns, failed).await.expect("the namespace is gone: no failure");
+        // The run's session is killed before its drop: dropped on a new one.
+        let ns = namespace::fresh();
+        let mut run = server.open().await.expect("open");
+        script(&mut run, "create_namespace", &ns).await.expect("created");
+        script(&mut run, "enter_namespace", &ns).await.expect("entered");
+        let id = Column { name: "id", kind: Kind::Int, nullable: false };
+        // Test probes: the session's id, and a kill from another session.
+        let rows = run.query("SELECT CONNECTION_ID()", &[], std::slice::from_ref(&id)).await.expect("an id");
+        let Some(Value::Int(id)) = rows.first().and_then(|r| r.first()).cloned() else { panic!("{rows:?}") };
+        let mut other = server.open().await.expect("open");
+        other.execute(&format!("KILL CONNECTION {id}"), &[]).await.expect("killed");
+        other.close().await;
+        let failed = script(&mut run, "drop_namespace", &ns).await.expect_err("a killed session cannot drop");
+        run.close().await;
+        assert!(server.namespaces().await.expect("listed").contains(&ns), "the kill came before the drop");
+        confirm_dropped(&server, &dialect, &ns, failed).await.expect("dropped on a new connection");
+        assert!(!server.namespaces().await.expect("listed").contains(&ns), "left behind");
+    }
 }

@@ -1,6 +1,6 @@
 //! Interrupted runs leave nothing behind: `reapcheck run --db postgres`
-//! against a private PostgreSQL server started by each test (loopback ports
-//! 55433-55435, a temporary data folder, removed afterwards), so stopping
+//! (or `mariadb`) against a private server started by each test (loopback
+//! ports 55433-55437, a temporary data folder, removed afterwards), so stopping
 //! or killing things never touches a server anyone else uses. SIGINT mid-run
 //! exits 130 with the summary and no `rc_*` schema left; SIGKILL leaves the
 //! schemas in flight, and the next run removes them and says how many; a
@@ -115,13 +115,17 @@ struct Run {
 
 impl Run {
     fn start(url: &str, extra: &[&str]) -> Run {
+        Run::start_on("postgres", url, extra)
+    }
+
+    fn start_on(target: &str, url: &str, extra: &[&str]) -> Run {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_reapcheck"));
-        cmd.args(["run", "--db", "postgres"]).args(extra).current_dir(root()).env_remove("REAPCHECK_REQUIRE");
+        cmd.args(["run", "--db", target]).args(extra).current_dir(root()).env_remove("REAPCHECK_REQUIRE");
         for t in reapcheck::target::Target::ALL {
             cmd.env_remove(t.url_variable());
         }
         let mut child = cmd
-            .env("REAPCHECK_POSTGRES_URL", url)
+            .env(format!("REAPCHECK_{}_URL", target.to_uppercase()), url)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -139,8 +143,14 @@ impl Run {
 
     /// Waits until `n` cases on postgres have printed their line.
     fn wait_for_cases(&self, n: usize) {
+        self.wait_for_cases_on("postgres", n);
+    }
+
+    /// Waits until `n` cases on `target` have printed their line.
+    fn wait_for_cases_on(&self, target: &str, n: usize) {
         let deadline = Instant::now() + Duration::from_secs(300);
-        while self.lines.lock().unwrap().iter().filter(|l| l.contains(" on postgres")).count() < n {
+        let on = format!(" on {target}");
+        while self.lines.lock().unwrap().iter().filter(|l| l.contains(&on)).count() < n {
             assert!(Instant::now() < deadline, "no {n} cases within 300 s: {:?}", self.lines.lock().unwrap());
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -239,4 +249,92 @@ async fn a_server_stopped_mid_run_fails_the_remaining_scenarios_at_once() {
         assert!(out.contains(&format!("removed {} namespaces", left.len())), "{out}");
     }
     assert_eq!(pg.namespaces().await, Vec::<String>::new(), "schemas left behind");
+}
+
+/// A MariaDB server of this test's own (`--skip-grant-tables`: anyone may
+/// log in, on loopback only), killed and deleted on drop.
+struct PrivateMariadb {
+    dir: PathBuf,
+    port: u16,
+    server: Child,
+}
+
+impl PrivateMariadb {
+    async fn start(port: u16) -> PrivateMariadb {
+        let dir = std::env::temp_dir().join(format!("reapcheck-mariadb-{port}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a temp dir");
+        let data = dir.join("data");
+        let install = Command::new("mariadb-install-db")
+            .arg("--no-defaults")
+            .arg(format!("--datadir={}", data.display()))
+            .args(["--user=root", "--auth-root-authentication-method=normal", "--skip-test-db"])
+            .output()
+            .expect("mariadb-install-db runs");
+        assert!(install.status.success(), "mariadb-install-db: {}", String::from_utf8_lossy(&install.stderr));
+        let server = Command::new("/usr/sbin/mariadbd")
+            .arg("--no-defaults")
+            .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--socket={}", dir.join("sock").display()))
+            .arg(format!("--port={port}"))
+            .args(["--bind-address=127.0.0.1", "--user=root", "--skip-grant-tables", "--skip-log-bin"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("mariadbd starts");
+        let db = PrivateMariadb { dir, port, server };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while reapcheck::backend::mysql(&db.url()).await.is_err() {
+            assert!(Instant::now() < deadline, "the private mariadb did not answer within 60 s");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        db
+    }
+
+    fn url(&self) -> String {
+        format!("mysql://root@127.0.0.1:{}/mysql", self.port)
+    }
+
+    async fn namespaces(&self) -> Vec<String> {
+        let server = reapcheck::backend::mysql(&self.url()).await.expect("the private server answers");
+        server.namespaces().await.expect("the databases are listed")
+    }
+}
+
+impl Drop for PrivateMariadb {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[cfg_attr(not(live_mariadb), ignore = "REAPCHECK_MARIADB_URL was not set when the tests were built")]
+#[tokio::test(flavor = "multi_thread")]
+async fn on_mariadb_sigint_leaves_nothing_and_a_killed_runs_leftovers_are_removed() {
+    let db = PrivateMariadb::start(55436).await;
+    let run = Run::start_on("mariadb", &db.url(), &[]);
+    run.wait_for_cases_on("mariadb", 5);
+    run.signal(libc::SIGINT);
+    let (code, out) = run.finish();
+    assert_eq!(code, Some(130), "{out}");
+    assert_eq!(closing(&out).1, 0, "an interruption is no failure:\n{out}");
+    assert_eq!(db.namespaces().await, Vec::<String>::new(), "databases left behind after SIGINT");
+    let mut left = Vec::new();
+    for _ in 0..5 {
+        let run = Run::start_on("mariadb", &db.url(), &[]);
+        run.wait_for_cases_on("mariadb", 3);
+        run.signal(libc::SIGKILL);
+        run.finish();
+        left = db.namespaces().await;
+        if !left.is_empty() {
+            break;
+        }
+    }
+    assert!(!left.is_empty(), "five killed runs left no database: the test proves nothing");
+    let (code, out) = Run::start_on("mariadb", &db.url(), &["--exact", "grace/beat-older-than-claim"]).finish();
+    assert_eq!(code, Some(0), "{out}");
+    let said = format!("removed {} namespaces left on mariadb by earlier runs", left.len());
+    assert!(out.contains(&said), "expected `{said}`:\n{out}");
+    assert_eq!(db.namespaces().await, Vec::<String>::new(), "databases left behind");
 }

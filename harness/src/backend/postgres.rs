@@ -84,10 +84,10 @@ impl Product {
 pub struct PgServer {
     options: PgConnectOptions,
     timeout: Duration,
-    /// One permit per session the pool may hold, in use or idle.
+    /// One permit per session in use; see [`PgServer::open`].
     permits: Arc<Semaphore>,
-    /// Sessions given back by [`PgConn::close`], each with its permit.
-    idle: Arc<Mutex<Vec<(PgConnection, OwnedSemaphorePermit)>>>,
+    /// Sessions given back by [`PgConn::close`].
+    idle: Arc<Mutex<Vec<PgConnection>>>,
     /// How many sessions were ever opened (for tests).
     opened: AtomicUsize,
     /// Kept only to take its password out of error messages.
@@ -100,7 +100,7 @@ pub struct PgServer {
 pub struct PgConn {
     conn: Session,
     permit: OwnedSemaphorePermit,
-    idle: Arc<Mutex<Vec<(PgConnection, OwnedSemaphorePermit)>>>,
+    idle: Arc<Mutex<Vec<PgConnection>>>,
     /// How instants are bound; see [`InstantEncoding`].
     pub(super) instants: InstantEncoding,
 }
@@ -227,33 +227,23 @@ impl PgServer {
     }
 
     async fn open_inner(&self) -> Result<PgConn, BackendError> {
+        // A permit per session in use. An idle session holds none, and a
+        // new one is opened only when none is idle, so the sessions in use
+        // and idle together never outnumber the permits.
+        let Ok(mut permit) = self.permits.clone().acquire_owned().await else {
+            return Err(BackendError::new(BackendErrorKind::Connection, "the pool was closed"));
+        };
         loop {
             let reused = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
-            let Some((conn, permit)) = reused else { break };
+            let Some(conn) = reused else { break };
             let mut conn =
                 PgConn { conn: Session(conn), permit, idle: self.idle.clone(), instants: Default::default() };
-            if conn.reset().await.is_ok() {
-                return Ok(conn);
+            match conn.reset().await {
+                Ok(()) => return Ok(conn),
+                // The session is dead (the server restarted or cut it): close it, try the next.
+                Err(_) => permit = conn.permit,
             }
         }
-        let permit = match self.permits.clone().acquire_owned().await {
-            Ok(p) => p,
-            Err(_) => return Err(BackendError::new(BackendErrorKind::Connection, "the pool was closed")),
-        };
-        // A session may have come back while this open waited.
-        if let Some((conn, _)) = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop() {
-            let mut conn =
-                PgConn { conn: Session(conn), permit, idle: self.idle.clone(), instants: Default::default() };
-            if conn.reset().await.is_ok() {
-                return Ok(conn);
-            }
-            let permit = conn.permit;
-            return self.connect(permit).await;
-        }
-        self.connect(permit).await
-    }
-
-    async fn connect(&self, permit: OwnedSemaphorePermit) -> Result<PgConn, BackendError> {
         let conn = connect_once(&self.options, self.timeout).await?;
         self.opened.fetch_add(1, Ordering::Relaxed);
         Ok(PgConn { conn: Session(conn), permit, idle: self.idle.clone(), instants: InstantEncoding::default() })
@@ -269,7 +259,7 @@ impl PgServer {
     pub async fn close(self) {
         self.permits.close();
         let idle = std::mem::take(&mut *self.idle.lock().unwrap_or_else(|p| p.into_inner()));
-        for (conn, _) in idle {
+        for conn in idle {
             let _ = conn.close().await;
         }
     }
@@ -341,7 +331,9 @@ impl PgConn {
     /// resets it.
     pub async fn close(self) {
         let PgConn { conn, permit, idle, .. } = self;
-        idle.lock().unwrap_or_else(|p| p.into_inner()).push((conn.0, permit));
+        // Idle first, then the permit: a waiting open finds the session.
+        idle.lock().unwrap_or_else(|p| p.into_inner()).push(conn.0);
+        drop(permit);
     }
 }
 
@@ -377,7 +369,10 @@ fn decode_column(row: &PgRow, i: usize, column: &Column) -> Result<Value, Backen
 
 #[cfg(test)]
 mod tests {
+    use std::panic::AssertUnwindSafe;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use futures_util::FutureExt;
 
     use super::*;
     use crate::backend::{self, Connection, Server};
@@ -565,6 +560,76 @@ mod tests {
         assert_eq!(cached, 0, "statements prepared for the last namespace are still cached");
         let Err(e) = read else { panic!("the search_path leaked: {read:?}") };
         assert!(e.to_string().contains("jobs"), "{e}");
+    }
+
+    /// The sessions `role` has open, asked on `admin`. A test probe.
+    async fn sessions_of(admin: &mut PgConnection, role: &str) -> i64 {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM pg_stat_activity WHERE usename = $1")
+            .bind(role)
+            .fetch_one(admin)
+            .await
+            .expect("counted")
+    }
+
+    /// Waits until `role` has no session left (a closed one takes a moment
+    /// to leave the server's count).
+    async fn until_no_session(admin: &mut PgConnection, role: &str) {
+        for _ in 0..500 {
+            if sessions_of(admin, role).await == 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("{role} still has sessions after 5 s");
+    }
+
+    #[cfg_attr(not(live_postgres), ignore = "REAPCHECK_POSTGRES_URL was not set when the tests were built")]
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_role_limited_to_five_sessions_runs_four_at_once_and_a_refusal_is_named() {
+        let url = std::env::var(URL_VARIABLE).expect("set when built");
+        let mut admin = PgConnectOptions::from_str(&url).expect("a url").connect().await.expect("admin connects");
+        let role = format!("rc_limited_{}", std::process::id());
+        // Test probes: a role of this test's own, dropped at the end.
+        let create = format!("CREATE ROLE {role} LOGIN CONNECTION LIMIT 5");
+        sqlx::query(sqlx::AssertSqlSafe(create)).execute(&mut admin).await.expect("the role is created");
+        let mut limited = url::Url::parse(&url).expect("a url");
+        limited.set_username(&role).expect("a user name fits");
+        limited.set_password(None).expect("no password");
+        let checked = AssertUnwindSafe(async {
+            let mut server = backend::postgres(limited.as_str()).await.expect("the limited role logs in");
+            server.limit_connections(4);
+            let opens = (0..16).map(|_| async {
+                let conn = server.open().await?;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                conn.close().await;
+                Ok::<(), BackendError>(())
+            });
+            let opened: Result<Vec<()>, _> = futures_util::future::join_all(opens).await.into_iter().collect();
+            opened.expect("16 runs, 4 at once, within a limit of 5 sessions");
+            let Server::Postgres(pg) = &server else { unreachable!("backend::postgres gives a postgres server") };
+            assert_eq!(pg.opened.load(Ordering::Relaxed), 4, "the pool opened more sessions than its limit");
+            assert!(sessions_of(&mut admin, &role).await <= 4);
+            server.close().await;
+            until_no_session(&mut admin, &role).await;
+            let alter = format!("ALTER ROLE {role} CONNECTION LIMIT 1");
+            sqlx::query(sqlx::AssertSqlSafe(alter)).execute(&mut admin).await.expect("the limit is lowered");
+            let mut server = backend::postgres(limited.as_str()).await.expect("the limited role logs in");
+            until_no_session(&mut admin, &role).await;
+            server.limit_connections(4);
+            let first = server.open().await.expect("one session is allowed");
+            let Err(e) = server.open().await else { panic!("a second session was allowed") };
+            first.close().await;
+            server.close().await;
+            e
+        })
+        .catch_unwind()
+        .await;
+        until_no_session(&mut admin, &role).await;
+        let drop = format!("DROP ROLE {role}");
+        sqlx::query(sqlx::AssertSqlSafe(drop)).execute(&mut admin).await.expect("the role is dropped");
+        let e = checked.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        assert_eq!(e.kind, BackendErrorKind::TooManyConnections, "{e}");
+        assert!(e.message.contains("lower --jobs or raise the connection limit"), "{e}");
     }
 
     fn declared(kinds: &[Kind]) -> Vec<Column> {
