@@ -25,8 +25,9 @@ pub enum Connection {
     Postgres(postgres::PgConn),
     /// MySQL or MariaDB through sqlx.
     MySql(mysql::MySqlConn),
-    /// SQL Server through tiberius.
-    Mssql(mssql::MssqlConn),
+    /// SQL Server through tiberius; boxed, being several times the size
+    /// of the others.
+    Mssql(Box<mssql::MssqlConn>),
 }
 
 impl Connection {
@@ -172,7 +173,7 @@ impl Server {
             Server::Sqlite { .. } => Ok(Connection::Sqlite(sqlite::SqliteConn::open_memory().await?)),
             Server::Postgres(s) => Ok(Connection::Postgres(s.open().await?)),
             Server::MySql { server, .. } => Ok(Connection::MySql(server.open().await?)),
-            Server::Mssql { url, .. } => Ok(Connection::Mssql(mssql::MssqlConn::connect(url).await?)),
+            Server::Mssql { url, .. } => Ok(Connection::Mssql(Box::new(mssql::MssqlConn::connect(url).await?))),
         }
     }
 

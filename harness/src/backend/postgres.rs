@@ -105,8 +105,9 @@ pub struct PgConn {
     pub(super) instants: InstantEncoding,
 }
 
-/// A session, dereferencing to sqlx's connection.
-struct Session(PgConnection);
+/// A session, dereferencing to sqlx's connection; boxed, as the connection
+/// is large and a [`super::Connection`] is moved around.
+struct Session(Box<PgConnection>);
 
 impl std::ops::Deref for Session {
     type Target = PgConnection;
@@ -237,7 +238,7 @@ impl PgServer {
             let reused = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
             let Some(conn) = reused else { break };
             let mut conn =
-                PgConn { conn: Session(conn), permit, idle: self.idle.clone(), instants: Default::default() };
+                PgConn { conn: Session(Box::new(conn)), permit, idle: self.idle.clone(), instants: Default::default() };
             match conn.reset().await {
                 Ok(()) => return Ok(conn),
                 // The session is dead (the server restarted or cut it): close it, try the next.
@@ -246,7 +247,12 @@ impl PgServer {
         }
         let conn = connect_once(&self.options, self.timeout).await?;
         self.opened.fetch_add(1, Ordering::Relaxed);
-        Ok(PgConn { conn: Session(conn), permit, idle: self.idle.clone(), instants: InstantEncoding::default() })
+        Ok(PgConn {
+            conn: Session(Box::new(conn)),
+            permit,
+            idle: self.idle.clone(),
+            instants: InstantEncoding::default(),
+        })
     }
 
     /// Holds at most `sessions` connections from now on (at least 1), in
@@ -332,7 +338,7 @@ impl PgConn {
     pub async fn close(self) {
         let PgConn { conn, permit, idle, .. } = self;
         // Idle first, then the permit: a waiting open finds the session.
-        idle.lock().unwrap_or_else(|p| p.into_inner()).push(conn.0);
+        idle.lock().unwrap_or_else(|p| p.into_inner()).push(*conn.0);
         drop(permit);
     }
 }
