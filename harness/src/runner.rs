@@ -496,4 +496,46 @@ mod tests {
         confirm_dropped(&server, &dialect, &ns, failed).await.expect("dropped on a new connection");
         assert!(!server.namespaces().await.expect("listed").contains(&ns), "left behind");
     }
+
+    /// Against `REAPCHECK_POSTGRES_URL`: a session terminated by the server
+    /// mid-run fails its statement at once, its namespace is still dropped
+    /// (on a new connection), and the pool hands out a live session next.
+    #[cfg_attr(not(live_postgres), ignore = "REAPCHECK_POSTGRES_URL was not set when the tests were built")]
+    #[tokio::test]
+    async fn a_terminated_postgres_session_is_replaced_and_its_namespace_dropped() {
+        use crate::dialect::Source;
+        use crate::dialect::contract::Column;
+        use crate::engine::{Kind, Value};
+        let url = std::env::var("REAPCHECK_POSTGRES_URL").expect("set when the tests were built");
+        let mut server = crate::backend::postgres(&url).await.expect("postgres is reachable");
+        server.limit_connections(1);
+        let dialect = Dialect::load(&Source::Embedded, "postgres").expect("the postgres dialect loads");
+        let int = Column { name: "n", kind: Kind::Int, nullable: false };
+        let ns = namespace::fresh();
+        let mut run = server.open().await.expect("open");
+        namespace_script(&mut run, &dialect, "create_namespace", &ns).await.expect("created");
+        namespace_script(&mut run, &dialect, "enter_namespace", &ns).await.expect("entered");
+        // Test probes: the session's pid, terminated from another session.
+        let rows = run.query("SELECT pg_backend_pid()::int8", &[], std::slice::from_ref(&int)).await.expect("a pid");
+        let Some(Value::Int(pid)) = rows.first().and_then(|r| r.first()).cloned() else { panic!("{rows:?}") };
+        let admin = crate::backend::postgres(&url).await.expect("postgres is reachable");
+        let mut other = admin.open().await.expect("open");
+        let kill = format!("SELECT CAST(pg_terminate_backend({pid}) AS int)");
+        other.query(&kill, &[], std::slice::from_ref(&int)).await.expect("terminated");
+        other.close().await;
+        let started = std::time::Instant::now();
+        let failed = namespace_script(&mut run, &dialect, "drop_namespace", &ns).await.expect_err("a dead session");
+        assert!(started.elapsed() < Duration::from_secs(5), "waited {:?} on a dead session", started.elapsed());
+        assert!(matches!(failed.kind, EngineErrorKind::Connection(_)), "{failed}");
+        run.close().await;
+        // The dead session went back to the pool; the next open replaces it.
+        confirm_dropped(&server, &dialect, &ns, failed).await.expect("dropped on a new connection");
+        assert!(!admin.namespaces().await.expect("listed").contains(&ns), "left behind");
+        let mut next = server.open().await.expect("a live session replaces the dead one");
+        let one = next.query("SELECT CAST(1 AS int8)", &[], std::slice::from_ref(&int)).await.expect("it answers");
+        assert_eq!(one, vec![vec![Value::Int(1)]]);
+        next.close().await;
+        server.close().await;
+        admin.close().await;
+    }
 }

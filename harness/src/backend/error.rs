@@ -60,6 +60,7 @@ impl From<sqlx::Error> for BackendError {
                 );
                 return BackendError { kind: BackendErrorKind::TooManyConnections, message };
             }
+            sqlx::Error::Database(db) if connection_ended(db.as_ref()) => BackendErrorKind::Connection,
             sqlx::Error::Database(_) | sqlx::Error::RowNotFound => BackendErrorKind::Database,
             sqlx::Error::ColumnDecode { .. }
             | sqlx::Error::Decode(_)
@@ -80,6 +81,21 @@ fn too_many_connections(db: &(dyn sqlx::error::DatabaseError + 'static)) -> bool
     }
     if let Some(my) = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
         return matches!(my.number(), 1040 | 1203 | 1226);
+    }
+    false
+}
+
+/// Whether the server reported that it ended the session, by code:
+/// PostgreSQL SQLSTATE class 08 (connection exception) and 57P01-57P03
+/// (terminated by an administrator, crash shutdown, cannot connect now);
+/// MySQL and MariaDB errors 1053 (server shutdown) and 1927 (connection
+/// killed). Such a session is gone, as if its socket had been cut.
+fn connection_ended(db: &(dyn sqlx::error::DatabaseError + 'static)) -> bool {
+    if let Some(pg) = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
+        return pg.code().starts_with("08") || matches!(pg.code(), "57P01" | "57P02" | "57P03");
+    }
+    if let Some(my) = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
+        return matches!(my.number(), 1053 | 1927);
     }
     false
 }
