@@ -180,7 +180,7 @@ fn closing(out: &str) -> (usize, usize, usize) {
 
 #[cfg_attr(not(live_postgres), ignore = "REAPCHECK_POSTGRES_URL was not set when the tests were built")]
 #[tokio::test(flavor = "multi_thread")]
-async fn sigint_mid_run_drops_the_namespaces_in_flight_prints_the_summary_and_exits_130() {
+async fn sigint_or_sigterm_mid_run_drops_the_namespaces_in_flight_prints_the_summary_and_exits_130() {
     let pg = PrivatePostgres::start(55433);
     let reports = pg.dir.join("reports");
     let run = Run::start(&pg.url(), &["--report", &reports.display().to_string()]);
@@ -197,6 +197,14 @@ async fn sigint_mid_run_drops_the_namespaces_in_flight_prints_the_summary_and_ex
     let junit = std::fs::read_to_string(reports.join("junit.xml")).expect("the junit report is written");
     assert!(junit.contains("name=\"interrupted\" value=\"SIGINT\""), "{junit}");
     assert_eq!(pg.namespaces().await, Vec::<String>::new(), "schemas left behind");
+    // SIGTERM, as a CI runner's timeout sends it, stops the run the same way.
+    let run = Run::start(&pg.url(), &[]);
+    run.wait_for_cases(5);
+    run.signal(libc::SIGTERM);
+    let (code, out) = run.finish();
+    assert_eq!(code, Some(130), "{out}");
+    assert!(out.contains("interrupted by SIGTERM") && closing(&out).1 == 0, "{out}");
+    assert_eq!(pg.namespaces().await, Vec::<String>::new(), "schemas left behind after SIGTERM");
 }
 
 #[cfg_attr(not(live_postgres), ignore = "REAPCHECK_POSTGRES_URL was not set when the tests were built")]
