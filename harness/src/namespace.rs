@@ -7,8 +7,9 @@
 //! owner travels in the name rather than in a marker table because a name
 //! is readable from the catalog before anything was created inside it, and
 //! a run killed between `CREATE` and its first table leaves a namespace
-//! with no marker but still with its name. It is at most 45 characters,
-//! within PostgreSQL's 63, MySQL's 64 and SQL Server's 128, and only lower
+//! with no marker but still with its name. It is under 50 characters
+//! while the start time has 10 digits (until 2286) and the counter fewer
+//! than 16, within PostgreSQL's 63, MySQL's 64 and SQL Server's 128, and only lower
 //! case letters, digits and `_`, the one text ever substituted into SQL.
 //!
 //! At start a run removes earlier runs' namespaces ([`is_stale`]): those
