@@ -351,4 +351,11 @@ pub enum EngineErrorKind {
     /// this is a scenario made without it.
     #[error("{0} leaves the range every backend stores: run `reapcheck check` on the scenario")]
     OutOfRange(String),
+    /// The run was stopped by a signal (`SIGINT`, `SIGTERM`) before it
+    /// finished ([`crate::interrupt`]).
+    #[error("interrupted by {0} before it finished")]
+    Interrupted(&'static str),
+    /// reapcheck itself panicked while running the scenario: the message.
+    #[error("reapcheck panicked: {0}; this is a bug in reapcheck, please report it with the scenario")]
+    Panicked(String),
 }

@@ -40,11 +40,17 @@ pub struct CaseRecord {
     pub rerun: Option<String>,
 }
 
-/// The JUnit XML document for `records`.
-pub fn junit(records: &[CaseRecord]) -> String {
+/// The JUnit XML document for `records`. A run `interrupted` by a signal
+/// (`SIGINT`, `SIGTERM`) gives every suite the property
+/// `interrupted=<signal>`: the cases it did not run are skipped, and the
+/// document is incomplete.
+pub fn junit(records: &[CaseRecord], interrupted: Option<&str>) -> String {
     let mut report = Report::new("reapcheck");
     for (target, cases) in by_target(records) {
         let mut suite = TestSuite::new(target);
+        if let Some(signal) = interrupted {
+            suite.add_property(quick_junit::Property::new("interrupted", signal));
+        }
         for r in cases {
             let status = match &r.verdict {
                 Verdict::Ok | Verdict::New => TestCaseStatus::success(),
@@ -75,9 +81,13 @@ pub fn junit(records: &[CaseRecord]) -> String {
     report.to_string().expect("a report always serializes")
 }
 
-/// One line per target: its server and its counts.
-pub fn summary(records: &[CaseRecord]) -> String {
+/// One line per target: its server and its counts; first, when the run was
+/// `interrupted` by a signal, a line saying the counts are incomplete.
+pub fn summary(records: &[CaseRecord], interrupted: Option<&str>) -> String {
     let mut out = String::new();
+    if let Some(signal) = interrupted {
+        out.push_str(&format!("INCOMPLETE: interrupted by {signal}; the cases it did not run are skipped\n"));
+    }
     for (target, cases) in by_target(records) {
         let count = |f: fn(&Verdict) -> bool| cases.iter().filter(|r| f(&r.verdict)).count();
         let passed = count(|v| matches!(v, Verdict::Ok | Verdict::New | Verdict::Diverged(_)));
@@ -107,8 +117,8 @@ pub fn write(dir: &Path, records: &[CaseRecord], run: &outcomes::RunInfo) -> std
     let leg = outcomes::LegOutcomes::new(records, run);
     let matrix = matrix::Matrix::new(std::slice::from_ref(&leg));
     let files = [
-        ("junit.xml", junit(records)),
-        ("summary.txt", summary(records)),
+        ("junit.xml", junit(records, run.interrupted.as_deref())),
+        ("summary.txt", summary(records, run.interrupted.as_deref())),
         (outcomes::FILE_NAME, leg.to_json()),
         ("matrix.html", html::render(&matrix, &[])),
         ("summary.md", markdown::render(&matrix, &[])),
@@ -184,12 +194,13 @@ mod tests {
             record("mssql", Verdict::Skipped("no REAPCHECK_MSSQL_URL".into())),
             record("postgres", Verdict::Fail("postgres disagrees with the model\n-a\n+b".into())),
         ];
-        let xml = junit(&records);
+        let xml = junit(&records, None);
+        assert!(!xml.contains("interrupted"), "{xml}");
         assert!(xml.contains("<skipped message=\"no REAPCHECK_MSSQL_URL\""), "{xml}");
         assert!(xml.contains("<failure message=\"postgres disagrees with the model\""), "{xml}");
         assert!(xml.contains("classname=\"sqlite [sqlite 1.0]\""), "{xml}");
         assert_eq!(
-            summary(&records),
+            summary(&records, None),
             "mssql [not reached]: 0 passed, 0 failed, 1 skipped\n\
              postgres [postgres 1.0]: 0 passed, 1 failed, 0 skipped\n\
              sqlite [sqlite 1.0]: 1 passed, 0 failed, 0 skipped\n"
@@ -204,7 +215,7 @@ mod tests {
     #[test]
     fn a_cleared_folder_keeps_no_report_of_the_previous_run() {
         let dir = std::env::temp_dir().join(format!("reapcheck-clear-{}", std::process::id()));
-        let run = outcomes::RunInfo { leg: "sqlite".into(), corpus_hash: "sha256:0".into(), interrupted: false };
+        let run = outcomes::RunInfo { leg: "sqlite".into(), corpus_hash: "sha256:0".into(), interrupted: None };
         write(&dir, &[record("sqlite", Verdict::Ok)], &run).unwrap();
         for name in FILES {
             assert!(dir.join(name).exists(), "{name} not written");
@@ -215,5 +226,20 @@ mod tests {
         assert_eq!(left, ["other.txt"]);
         clear(&dir.join("missing")).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_interrupted_run_is_marked_incomplete_in_both() {
+        let records = [
+            record("sqlite", Verdict::Ok),
+            record("sqlite", Verdict::Skipped("not run: interrupted by SIGINT".into())),
+        ];
+        let xml = junit(&records, Some("SIGINT"));
+        assert!(xml.contains("<property name=\"interrupted\" value=\"SIGINT\"/>"), "{xml}");
+        assert_eq!(
+            summary(&records, Some("SIGTERM")),
+            "INCOMPLETE: interrupted by SIGTERM; the cases it did not run are skipped\n\
+             sqlite [sqlite 1.0]: 1 passed, 0 failed, 1 skipped\n"
+        );
     }
 }

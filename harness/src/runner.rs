@@ -2,17 +2,21 @@
 //! target against the model. The CLI and the test suite both decide
 //! pass/fail here, so they cannot drift apart.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime};
+use std::panic::AssertUnwindSafe;
+use std::time::{Duration, Instant};
 
-use crate::backend::Server;
+use futures_util::FutureExt;
+
+use crate::backend::{Connection, Server};
 use crate::dialect::{Dialect, Profile};
 use crate::diff;
 use crate::driver;
 use crate::engine::{EngineError, EngineErrorKind, Phase};
 use crate::expect;
 use crate::feature;
+use crate::interrupt;
 use crate::model::Model;
+use crate::namespace;
 use crate::outcome::Outcome;
 use crate::relax;
 use crate::resolution::Resolved;
@@ -134,6 +138,10 @@ pub async fn check_target(
     }
     let run = run_logged(server, dialect, scenario, None).await;
     let (verdict, yaml) = match run.outcome {
+        Err(EngineError { kind: EngineErrorKind::Interrupted(signal), .. }) => {
+            let reason = format!("interrupted by {signal} mid-run; its namespace was dropped");
+            return TargetRun { verdict: Verdict::Skipped(reason), yaml: None, log: run.log };
+        }
         Err(e) => (Verdict::Fail(format!("{target} failed: {e}")), None),
         Ok(outcome) => {
             let yaml = snapshot::normalize(&outcome.to_yaml());
@@ -294,7 +302,7 @@ pub async fn run_logged(
     scenario: &LoadedScenario,
     checkpoints: Option<&mut driver::Checkpoints>,
 ) -> LoggedRun {
-    let namespace = fresh_namespace();
+    let namespace = namespace::fresh();
     let started = Instant::now();
     let mut log = Vec::new();
     let mut conn = match server.open().await {
@@ -330,7 +338,11 @@ pub async fn run_logged(
             let s = &scenario.scenario;
             let engine = SqlEngine::new(dialect, s.schema, &mut conn);
             let mut engine = Resolved::new(engine, dialect.profile.time_resolution);
-            let outcome = driver::run_with(s, &mut engine, None, checkpoints).await;
+            let played = AssertUnwindSafe(driver::run_with(s, &mut engine, None, checkpoints)).catch_unwind();
+            let outcome = tokio::select! {
+                played = played => played.unwrap_or_else(|panic| Err(panicked("run", panic.as_ref()))),
+                signal = interrupt::wait() => Err(EngineError { statement: "run", kind: EngineErrorKind::Interrupted(signal) }),
+            };
             log.extend(engine.into_inner().into_log());
             outcome
         }
@@ -339,6 +351,10 @@ pub async fn run_logged(
     let ran = started.elapsed();
     let dropped = script(&mut conn, "drop_namespace", Phase::Teardown, &mut log).await;
     conn.close().await;
+    let dropped = match dropped {
+        Ok(()) => Ok(()),
+        Err(e) => confirm_dropped(server, dialect, &namespace, e).await,
+    };
     let phases = Phases { setup, run: ran - setup, teardown: started.elapsed() - ran };
     let outcome = run.and_then(|outcome| {
         dropped.map(|()| outcome).map_err(|e| EngineError {
@@ -352,12 +368,83 @@ pub async fn run_logged(
     LoggedRun { outcome, log, phases }
 }
 
-/// A namespace name no other run, in this process or another, is using.
-fn fresh_namespace() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-    format!("rc_{}_{n}_{nanos}", std::process::id())
+/// After `drop_namespace` failed with `failed` on the run's connection:
+/// `Ok` when the namespace is gone after all, else `failed` unless a drop
+/// on a new connection succeeds. A failed drop is not proof of a namespace
+/// left behind: MariaDB finishes a `DROP DATABASE` whose connection is
+/// killed or cut mid-statement and only then reports the lost connection,
+/// so the run's own connection cannot say whether the drop happened; the
+/// catalog, read on a new one, can. A connection lost before the drop is
+/// retried on a new one, so the namespace is not left behind either.
+async fn confirm_dropped(
+    server: &Server,
+    dialect: &Dialect,
+    namespace: &str,
+    failed: EngineError,
+) -> Result<(), EngineError> {
+    if let Ok(names) = server.namespaces().await
+        && !names.iter().any(|n| n == namespace)
+    {
+        return Ok(());
+    }
+    let Ok(mut conn) = server.open().await else { return Err(failed) };
+    let again = namespace_script(&mut conn, dialect, "drop_namespace", namespace).await;
+    conn.close().await;
+    again.map_err(|_| failed)
+}
+
+/// Drops the namespaces earlier runs left on `server` ([`namespace::is_stale`]:
+/// made on this host by a process that is gone, or older than
+/// [`namespace::MAX_AGE`]), each with the dialect's `drop_namespace` on a
+/// connection of its own.
+pub async fn sweep(server: &Server, dialect: &Dialect) -> Swept {
+    let names = match server.namespaces().await {
+        Ok(names) => names,
+        Err(e) => return Swept { errors: vec![format!("cannot list the namespaces: {e}")], ..Swept::default() },
+    };
+    let (me, now) = (namespace::this_process(), namespace::unix_seconds());
+    let mut swept = Swept::default();
+    for name in names {
+        if !namespace::is_stale(&name, me, now, namespace::process_alive) {
+            continue;
+        }
+        let dropped = match server.open().await {
+            Ok(mut conn) => {
+                let dropped = namespace_script(&mut conn, dialect, "drop_namespace", &name).await;
+                Connection::close(conn).await;
+                dropped.map_err(|e| e.to_string())
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        match dropped {
+            Ok(()) => swept.removed.push(name),
+            Err(e) => swept.errors.push(format!("cannot drop {name}: {e}")),
+        }
+    }
+    swept
+}
+
+/// What [`sweep`] did.
+#[derive(Debug, Default)]
+pub struct Swept {
+    /// The namespaces it dropped.
+    pub removed: Vec<String>,
+    /// What went wrong, one line each (listing or dropping).
+    pub errors: Vec<String>,
+}
+
+/// The error of a run that panicked at `statement`, with the panic's message.
+pub fn panicked(statement: &'static str, panic: &(dyn std::any::Any + Send)) -> EngineError {
+    EngineError { statement, kind: EngineErrorKind::Panicked(panic_message(panic)) }
+}
+
+/// The text a panic was raised with.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    match (panic.downcast_ref::<&str>(), panic.downcast_ref::<String>()) {
+        (Some(s), _) => (*s).to_owned(),
+        (_, Some(s)) => s.clone(),
+        _ => "a panic without a message".to_owned(),
+    }
 }
 
 #[cfg(test)]
@@ -365,10 +452,98 @@ mod tests {
     use super::*;
 
     #[test]
-    fn namespaces_are_unique_identifiers() {
-        let a = fresh_namespace();
-        let b = fresh_namespace();
-        assert_ne!(a, b);
-        assert!(a.starts_with("rc_") && a.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_'));
+    fn panic_messages_are_read_from_either_payload() {
+        assert_eq!(panic_message(&"static"), "static");
+        assert_eq!(panic_message(&String::from("owned")), "owned");
+        assert_eq!(panic_message(&3_u8), "a panic without a message");
+        let e = panicked("run", &"instants are validated");
+        assert!(e.to_string().contains("reapcheck panicked: instants are validated"), "{e}");
+    }
+
+    /// Against `REAPCHECK_MARIADB_URL`: MariaDB is where a failed drop was
+    /// reported although the namespace was gone.
+    #[cfg_attr(not(live_mariadb), ignore = "REAPCHECK_MARIADB_URL was not set when the tests were built")]
+    #[tokio::test]
+    async fn a_failed_drop_is_checked_on_a_new_connection_before_it_is_reported() {
+        use crate::dialect::Source;
+        use crate::dialect::contract::Column;
+        use crate::engine::{Kind, Value};
+        let url = std::env::var("REAPCHECK_MARIADB_URL").expect("set when the tests were built");
+        let server = crate::backend::mysql(&url).await.expect("mariadb is reachable");
+        let dialect = Dialect::load(&Source::Embedded, "mysql").expect("the mysql dialect loads");
+        let script = async |conn: &mut Connection, name: &'static str, ns: &str| {
+            namespace_script(conn, &dialect, name, ns).await
+        };
+        // The drop completed (here from another session), yet the run's own
+        // DROP DATABASE errs: no alarm.
+        let ns = namespace::fresh();
+        let mut run = server.open().await.expect("open");
+        script(&mut run, "create_namespace", &ns).await.expect("created");
+        script(&mut run, "enter_namespace", &ns).await.expect("entered");
+        let mut other = server.open().await.expect("open");
+        script(&mut other, "drop_namespace", &ns).await.expect("dropped elsewhere");
+        other.close().await;
+        let failed = script(&mut run, "drop_namespace", &ns).await.expect_err("the run's drop errs");
+        run.close().await;
+        confirm_dropped(&server, &dialect, &ns, failed).await.expect("the namespace is gone: no failure");
+        // The run's session is killed before its drop: dropped on a new one.
+        let ns = namespace::fresh();
+        let mut run = server.open().await.expect("open");
+        script(&mut run, "create_namespace", &ns).await.expect("created");
+        script(&mut run, "enter_namespace", &ns).await.expect("entered");
+        let id = Column { name: "id", kind: Kind::Int, nullable: false };
+        // Test probes: the session's id, and a kill from another session.
+        let rows = run.query("SELECT CONNECTION_ID()", &[], std::slice::from_ref(&id)).await.expect("an id");
+        let Some(Value::Int(id)) = rows.first().and_then(|r| r.first()).cloned() else { panic!("{rows:?}") };
+        let mut other = server.open().await.expect("open");
+        other.execute(&format!("KILL CONNECTION {id}"), &[]).await.expect("killed");
+        other.close().await;
+        let failed = script(&mut run, "drop_namespace", &ns).await.expect_err("a killed session cannot drop");
+        run.close().await;
+        assert!(server.namespaces().await.expect("listed").contains(&ns), "the kill came before the drop");
+        confirm_dropped(&server, &dialect, &ns, failed).await.expect("dropped on a new connection");
+        assert!(!server.namespaces().await.expect("listed").contains(&ns), "left behind");
+    }
+
+    /// Against `REAPCHECK_POSTGRES_URL`: a session terminated by the server
+    /// mid-run fails its statement at once, its namespace is still dropped
+    /// (on a new connection), and the pool hands out a live session next.
+    #[cfg_attr(not(live_postgres), ignore = "REAPCHECK_POSTGRES_URL was not set when the tests were built")]
+    #[tokio::test]
+    async fn a_terminated_postgres_session_is_replaced_and_its_namespace_dropped() {
+        use crate::dialect::Source;
+        use crate::dialect::contract::Column;
+        use crate::engine::{Kind, Value};
+        let url = std::env::var("REAPCHECK_POSTGRES_URL").expect("set when the tests were built");
+        let mut server = crate::backend::postgres(&url).await.expect("postgres is reachable");
+        server.limit_connections(1);
+        let dialect = Dialect::load(&Source::Embedded, "postgres").expect("the postgres dialect loads");
+        let int = Column { name: "n", kind: Kind::Int, nullable: false };
+        let ns = namespace::fresh();
+        let mut run = server.open().await.expect("open");
+        namespace_script(&mut run, &dialect, "create_namespace", &ns).await.expect("created");
+        namespace_script(&mut run, &dialect, "enter_namespace", &ns).await.expect("entered");
+        // Test probes: the session's pid, terminated from another session.
+        let rows = run.query("SELECT pg_backend_pid()::int8", &[], std::slice::from_ref(&int)).await.expect("a pid");
+        let Some(Value::Int(pid)) = rows.first().and_then(|r| r.first()).cloned() else { panic!("{rows:?}") };
+        let admin = crate::backend::postgres(&url).await.expect("postgres is reachable");
+        let mut other = admin.open().await.expect("open");
+        let kill = format!("SELECT CAST(pg_terminate_backend({pid}) AS int)");
+        other.query(&kill, &[], std::slice::from_ref(&int)).await.expect("terminated");
+        other.close().await;
+        let started = std::time::Instant::now();
+        let failed = namespace_script(&mut run, &dialect, "drop_namespace", &ns).await.expect_err("a dead session");
+        assert!(started.elapsed() < Duration::from_secs(5), "waited {:?} on a dead session", started.elapsed());
+        assert!(matches!(failed.kind, EngineErrorKind::Connection(_)), "{failed}");
+        run.close().await;
+        // The dead session went back to the pool; the next open replaces it.
+        confirm_dropped(&server, &dialect, &ns, failed).await.expect("dropped on a new connection");
+        assert!(!admin.namespaces().await.expect("listed").contains(&ns), "left behind");
+        let mut next = server.open().await.expect("a live session replaces the dead one");
+        let one = next.query("SELECT CAST(1 AS int8)", &[], std::slice::from_ref(&int)).await.expect("it answers");
+        assert_eq!(one, vec![vec![Value::Int(1)]]);
+        next.close().await;
+        server.close().await;
+        admin.close().await;
     }
 }

@@ -25,8 +25,9 @@ pub enum Connection {
     Postgres(postgres::PgConn),
     /// MySQL or MariaDB through sqlx.
     MySql(mysql::MySqlConn),
-    /// SQL Server through tiberius.
-    Mssql(mssql::MssqlConn),
+    /// SQL Server through tiberius; boxed, being several times the size
+    /// of the others.
+    Mssql(Box<mssql::MssqlConn>),
 }
 
 impl Connection {
@@ -172,8 +173,50 @@ impl Server {
             Server::Sqlite { .. } => Ok(Connection::Sqlite(sqlite::SqliteConn::open_memory().await?)),
             Server::Postgres(s) => Ok(Connection::Postgres(s.open().await?)),
             Server::MySql { server, .. } => Ok(Connection::MySql(server.open().await?)),
-            Server::Mssql { url, .. } => Ok(Connection::Mssql(mssql::MssqlConn::connect(url).await?)),
+            Server::Mssql { url, .. } => Ok(Connection::Mssql(Box::new(mssql::MssqlConn::connect(url).await?))),
         }
+    }
+
+    /// Holds at most `sessions` connections at once (at least 1) from now
+    /// on; call it before the first [`Server::open`]. Only PostgreSQL's pool
+    /// keeps sessions between runs and needs the bound: MySQL, MariaDB,
+    /// SQL Server and SQLite open one connection per run and close it at
+    /// the run's end, so the runs at once (`--jobs`) bound them already.
+    pub fn limit_connections(&mut self, sessions: usize) {
+        if let Server::Postgres(s) = self {
+            s.limit_connections(sessions);
+        }
+    }
+
+    /// The names of the schemas or databases on the server whose names
+    /// start with `rc_`, where runs make their namespaces
+    /// ([`crate::namespace`]); none on SQLite, whose namespaces are
+    /// in-memory databases.
+    pub async fn namespaces(&self) -> Result<Vec<String>, BackendError> {
+        // Harness bookkeeping, not a queue's behaviour, so not a dialect
+        // statement (like the version probes): which namespaces earlier
+        // runs left, from each product's catalog. `\_` is a literal `_`
+        // in LIKE (PostgreSQL, CockroachDB, MySQL, MariaDB); SQL Server
+        // writes it `[_]`.
+        let sql = match self {
+            Server::Sqlite { .. } => return Ok(Vec::new()),
+            Server::Postgres(_) => {
+                "SELECT CAST(schema_name AS text) FROM information_schema.schemata WHERE schema_name LIKE 'rc\\_%'"
+            }
+            Server::MySql { .. } => {
+                "SELECT CAST(schema_name AS BINARY) FROM information_schema.schemata WHERE schema_name LIKE 'rc\\_%'"
+            }
+            Server::Mssql { .. } => "SELECT name FROM sys.databases WHERE name LIKE 'rc[_]%'",
+        };
+        let name = Column { name: "name", kind: crate::engine::Kind::Text, nullable: false };
+        let mut conn = self.open().await?;
+        let rows = conn.query(sql, &[], std::slice::from_ref(&name)).await;
+        conn.close().await;
+        let names = rows?.into_iter().filter_map(|row| match row.into_iter().next() {
+            Some(Value::Text(name)) => Some(name),
+            _ => None,
+        });
+        Ok(names.collect())
     }
 
     /// Closes the server's pool, if it has one.

@@ -419,13 +419,20 @@ fn type_name(cell: &ColumnData<'_>) -> &'static str {
 
 /// A tiberius failure as a backend error, classified by its variant.
 fn error(e: tiberius::error::Error) -> BackendError {
-    BackendError::new(kind_of(&e), e.to_string())
+    let kind = kind_of(&e);
+    let mut message = e.to_string();
+    if kind == BackendErrorKind::TooManyConnections {
+        message.push_str(": the server refused one more connection; lower --jobs or raise its user connections limit");
+    }
+    BackendError::new(kind, message)
 }
 
 /// The kind of a tiberius failure, by variant, never by message text.
 fn kind_of(e: &tiberius::error::Error) -> BackendErrorKind {
     use tiberius::error::Error as E;
     match e {
+        // 17809: the server's `user connections` limit is reached.
+        E::Server(t) if t.code() == 17809 => BackendErrorKind::TooManyConnections,
         E::Server(_) => BackendErrorKind::Database,
         E::Conversion(_) | E::Encoding(_) | E::Utf8 | E::Utf16 | E::ParseInt(_) => BackendErrorKind::Decode,
         // Routing: Azure asks the client to reconnect elsewhere; not followed.

@@ -16,11 +16,19 @@
 //! that a `cockroach` run can never be reported from a PostgreSQL server or
 //! the reverse.
 //!
-//! Connections come from a pool and are reset by [`PgServer::open`]: their
-//! cached prepared statements are dropped (they may name a dropped
-//! namespace's tables) and `RESET ALL` restores every session setting a
-//! dialect can change (`search_path`, `TimeZone`), so nothing leaks from one
-//! scenario into the next. Measured on a local PostgreSQL 15 (debug build,
+//! Connections come from a small pool of this module's own and are reset by
+//! [`PgServer::open`]: their cached prepared statements are dropped (they
+//! may name a dropped namespace's tables) and `RESET ALL` restores every
+//! session setting a dialect can change (`search_path`, `TimeZone`), so
+//! nothing leaks from one scenario into the next. The pool never holds more
+//! sessions than its limit ([`PgServer::limit_connections`]; `run` sets it
+//! to `--jobs`), counting the ones in use and the idle ones, plus the one
+//! version probe of [`connect`], closed before the pool opens any. It
+//! never retries: a refused or reset connection fails the open that met it
+//! at once (sqlx's own pool retried a refused connect until its 5 s
+//! timeout, for every remaining scenario once a server had stopped, and
+//! could open more sessions than its maximum while a returned connection
+//! was still on its way back). Measured on a local PostgreSQL 15 (debug build,
 //! 50 runs each): a new connection per open costs 9-10 ms, a pooled one
 //! 0.7-1.0 ms with its reset; a six-step scenario took about 150 ms with
 //! new connections and 115-130 ms pooled (the rest is mostly DDL), the
@@ -28,12 +36,14 @@
 //! pool belongs to the tokio runtime that first uses it.
 
 use std::str::FromStr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, NaiveDateTime, Utc};
-use sqlx::pool::PoolConnection;
-use sqlx::postgres::{PgArguments, PgConnectOptions, PgPool, PgPoolOptions, PgRow};
-use sqlx::{Arguments, Column as _, ConnectOptions, Connection as _, PgConnection, Postgres, Row, TypeInfo as _};
+use sqlx::postgres::{PgArguments, PgConnectOptions, PgRow};
+use sqlx::{Arguments, Column as _, ConnectOptions, Connection as _, PgConnection, Row, TypeInfo as _};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::error::{BackendError, BackendErrorKind};
 use super::instants::InstantEncoding;
@@ -46,9 +56,10 @@ use crate::time::Instant;
 /// How long a connection attempt may take before it counts as unreachable.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The most connections a server's pool opens: more than the scenarios
-/// reapcheck runs at once, well under PostgreSQL's default limit of 100.
-const MAX_CONNECTIONS: u32 = 32;
+/// The most connections a server's pool opens unless
+/// [`PgServer::limit_connections`] says otherwise: well under PostgreSQL's
+/// default limit of 100.
+const MAX_CONNECTIONS: usize = 32;
 
 /// A database product that speaks the PostgreSQL protocol.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,17 +82,44 @@ impl Product {
 
 /// A reachable server, from which each scenario gets a reset connection.
 pub struct PgServer {
-    pool: PgPool,
+    options: PgConnectOptions,
+    timeout: Duration,
+    /// One permit per session in use; see [`PgServer::open`].
+    permits: Arc<Semaphore>,
+    /// Sessions given back by [`PgConn::close`].
+    idle: Arc<Mutex<Vec<PgConnection>>>,
+    /// How many sessions were ever opened (for tests).
+    opened: AtomicUsize,
     /// Kept only to take its password out of error messages.
     url: String,
     version: String,
 }
 
-/// One connection, for one scenario run.
+/// One connection, for one scenario run. [`PgConn::close`] gives it back
+/// to its server's pool; dropped without it, the session ends.
 pub struct PgConn {
-    conn: PoolConnection<Postgres>,
+    conn: Session,
+    permit: OwnedSemaphorePermit,
+    idle: Arc<Mutex<Vec<PgConnection>>>,
     /// How instants are bound; see [`InstantEncoding`].
     pub(super) instants: InstantEncoding,
+}
+
+/// A session, dereferencing to sqlx's connection; boxed, as the connection
+/// is large and a [`super::Connection`] is moved around.
+struct Session(Box<PgConnection>);
+
+impl std::ops::Deref for Session {
+    type Target = PgConnection;
+    fn deref(&self) -> &PgConnection {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Session {
+    fn deref_mut(&mut self) -> &mut PgConnection {
+        &mut self.0
+    }
 }
 
 /// Reaches the server at `url` and checks that it is `wanted`.
@@ -94,9 +132,15 @@ async fn connect_within(url: &str, wanted: Product, timeout: Duration) -> Result
     let options = PgConnectOptions::from_str(url).map_err(|e| hide(e.into()))?;
     let reported = probe_version(&options, timeout).await.map_err(hide)?;
     let version = expect_product(&reported, wanted)?;
-    let pool =
-        PgPoolOptions::new().max_connections(MAX_CONNECTIONS).acquire_timeout(timeout).connect_lazy_with(options);
-    Ok(PgServer { pool, url: url.to_owned(), version })
+    Ok(PgServer {
+        options,
+        timeout,
+        permits: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
+        idle: Arc::default(),
+        opened: AtomicUsize::new(0),
+        url: url.to_owned(),
+        version,
+    })
 }
 
 /// The server's `version()` text, asked on a connection of its own: the
@@ -174,25 +218,56 @@ impl PgServer {
         &self.version
     }
 
-    /// A connection with the session defaults and no cached statements.
+    /// A connection with the session defaults and no cached statements:
+    /// an idle one reset, else a new one. Waits while the pool holds its
+    /// limit of sessions in use; an idle session whose reset fails (the
+    /// server restarted or cut it) is closed and the next one tried, and a
+    /// refused connect fails at once.
     pub async fn open(&self) -> Result<PgConn, BackendError> {
-        let opened = async {
-            let conn = self.pool.acquire().await.map_err(|e| match e {
-                sqlx::Error::PoolTimedOut => {
-                    timed_out(&self.pool.connect_options(), self.pool.options().get_acquire_timeout())
-                }
-                other => other.into(),
-            })?;
-            let mut conn = PgConn { conn, instants: InstantEncoding::default() };
-            conn.reset().await?;
-            Ok(conn)
-        };
-        opened.await.map_err(|e| hide_password(e, &self.url))
+        self.open_inner().await.map_err(|e| hide_password(e, &self.url))
     }
 
-    /// Closes every pooled connection.
+    async fn open_inner(&self) -> Result<PgConn, BackendError> {
+        // A permit per session in use. An idle session holds none, and a
+        // new one is opened only when none is idle, so the sessions in use
+        // and idle together never outnumber the permits.
+        let Ok(mut permit) = self.permits.clone().acquire_owned().await else {
+            return Err(BackendError::new(BackendErrorKind::Connection, "the pool was closed"));
+        };
+        loop {
+            let reused = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+            let Some(conn) = reused else { break };
+            let mut conn =
+                PgConn { conn: Session(Box::new(conn)), permit, idle: self.idle.clone(), instants: Default::default() };
+            match conn.reset().await {
+                Ok(()) => return Ok(conn),
+                // The session is dead (the server restarted or cut it): close it, try the next.
+                Err(_) => permit = conn.permit,
+            }
+        }
+        let conn = connect_once(&self.options, self.timeout).await?;
+        self.opened.fetch_add(1, Ordering::Relaxed);
+        Ok(PgConn {
+            conn: Session(Box::new(conn)),
+            permit,
+            idle: self.idle.clone(),
+            instants: InstantEncoding::default(),
+        })
+    }
+
+    /// Holds at most `sessions` connections from now on (at least 1), in
+    /// use and idle together. Call it before the first [`PgServer::open`].
+    pub fn limit_connections(&mut self, sessions: usize) {
+        self.permits = Arc::new(Semaphore::new(sessions.max(1)));
+    }
+
+    /// Closes every idle connection; no connection opens after it.
     pub async fn close(self) {
-        self.pool.close().await;
+        self.permits.close();
+        let idle = std::mem::take(&mut *self.idle.lock().unwrap_or_else(|p| p.into_inner()));
+        for conn in idle {
+            let _ = conn.close().await;
+        }
     }
 }
 
@@ -261,7 +336,10 @@ impl PgConn {
     /// Gives the connection back to the pool; the next [`PgServer::open`]
     /// resets it.
     pub async fn close(self) {
-        drop(self.conn);
+        let PgConn { conn, permit, idle, .. } = self;
+        // Idle first, then the permit: a waiting open finds the session.
+        idle.lock().unwrap_or_else(|p| p.into_inner()).push(*conn.0);
+        drop(permit);
     }
 }
 
@@ -297,7 +375,10 @@ fn decode_column(row: &PgRow, i: usize, column: &Column) -> Result<Value, Backen
 
 #[cfg(test)]
 mod tests {
+    use std::panic::AssertUnwindSafe;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use futures_util::FutureExt;
 
     use super::*;
     use crate::backend::{self, Connection, Server};
@@ -472,15 +553,8 @@ mod tests {
         engine.call(Call::ReadJobs).await.expect("the first session sees its tables");
         assert_eq!(time_zone(&mut first).await, "Asia/Kathmandu");
         first.close().await;
-        // The pool takes a connection back in a task of its own.
-        for _ in 0..500 {
-            if pg.pool.num_idle() == 1 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
         let mut second = server.open().await.expect("a connection reopens");
-        let reused = pg.pool.size();
+        let reused = pg.opened.load(Ordering::Relaxed);
         let Connection::Postgres(c) = &second else { unreachable!("a postgres server gives postgres connections") };
         let cached = c.conn.cached_statements_size();
         let zone = time_zone(&mut second).await;
@@ -492,6 +566,76 @@ mod tests {
         assert_eq!(cached, 0, "statements prepared for the last namespace are still cached");
         let Err(e) = read else { panic!("the search_path leaked: {read:?}") };
         assert!(e.to_string().contains("jobs"), "{e}");
+    }
+
+    /// The sessions `role` has open, asked on `admin`. A test probe.
+    async fn sessions_of(admin: &mut PgConnection, role: &str) -> i64 {
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM pg_stat_activity WHERE usename = $1")
+            .bind(role)
+            .fetch_one(admin)
+            .await
+            .expect("counted")
+    }
+
+    /// Waits until `role` has no session left (a closed one takes a moment
+    /// to leave the server's count).
+    async fn until_no_session(admin: &mut PgConnection, role: &str) {
+        for _ in 0..500 {
+            if sessions_of(admin, role).await == 0 {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("{role} still has sessions after 5 s");
+    }
+
+    #[cfg_attr(not(live_postgres), ignore = "REAPCHECK_POSTGRES_URL was not set when the tests were built")]
+    #[tokio::test(flavor = "multi_thread")]
+    async fn a_role_limited_to_five_sessions_runs_four_at_once_and_a_refusal_is_named() {
+        let url = std::env::var(URL_VARIABLE).expect("set when built");
+        let mut admin = PgConnectOptions::from_str(&url).expect("a url").connect().await.expect("admin connects");
+        let role = format!("rc_limited_{}", std::process::id());
+        // Test probes: a role of this test's own, dropped at the end.
+        let create = format!("CREATE ROLE {role} LOGIN CONNECTION LIMIT 5");
+        sqlx::query(sqlx::AssertSqlSafe(create)).execute(&mut admin).await.expect("the role is created");
+        let mut limited = url::Url::parse(&url).expect("a url");
+        limited.set_username(&role).expect("a user name fits");
+        limited.set_password(None).expect("no password");
+        let checked = AssertUnwindSafe(async {
+            let mut server = backend::postgres(limited.as_str()).await.expect("the limited role logs in");
+            server.limit_connections(4);
+            let opens = (0..16).map(|_| async {
+                let conn = server.open().await?;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                conn.close().await;
+                Ok::<(), BackendError>(())
+            });
+            let opened: Result<Vec<()>, _> = futures_util::future::join_all(opens).await.into_iter().collect();
+            opened.expect("16 runs, 4 at once, within a limit of 5 sessions");
+            let Server::Postgres(pg) = &server else { unreachable!("backend::postgres gives a postgres server") };
+            assert_eq!(pg.opened.load(Ordering::Relaxed), 4, "the pool opened more sessions than its limit");
+            assert!(sessions_of(&mut admin, &role).await <= 4);
+            server.close().await;
+            until_no_session(&mut admin, &role).await;
+            let alter = format!("ALTER ROLE {role} CONNECTION LIMIT 1");
+            sqlx::query(sqlx::AssertSqlSafe(alter)).execute(&mut admin).await.expect("the limit is lowered");
+            let mut server = backend::postgres(limited.as_str()).await.expect("the limited role logs in");
+            until_no_session(&mut admin, &role).await;
+            server.limit_connections(4);
+            let first = server.open().await.expect("one session is allowed");
+            let Err(e) = server.open().await else { panic!("a second session was allowed") };
+            first.close().await;
+            server.close().await;
+            e
+        })
+        .catch_unwind()
+        .await;
+        until_no_session(&mut admin, &role).await;
+        let drop = format!("DROP ROLE {role}");
+        sqlx::query(sqlx::AssertSqlSafe(drop)).execute(&mut admin).await.expect("the role is dropped");
+        let e = checked.unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        assert_eq!(e.kind, BackendErrorKind::TooManyConnections, "{e}");
+        assert!(e.message.contains("lower --jobs or raise the connection limit"), "{e}");
     }
 
     fn declared(kinds: &[Kind]) -> Vec<Column> {

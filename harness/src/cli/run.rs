@@ -1,13 +1,15 @@
 //! `reapcheck run`: scenarios on the model and the chosen targets, one line
 //! per scenario and target, and the closing `N passed, M failed, K skipped`.
 
+use std::panic::AssertUnwindSafe;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use futures_util::{StreamExt, stream};
+use futures_util::{FutureExt, StreamExt, stream};
 
 use reapcheck::coverage::Coverage;
 use reapcheck::dialect::Dialect;
+use reapcheck::interrupt;
 use reapcheck::progress::Progress;
 use reapcheck::reach::{self, Reach};
 use reapcheck::report::{self, CaseRecord, outcomes};
@@ -149,17 +151,24 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(EXIT_INVALID);
         }
     };
+    interrupt::install();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime starts");
     let (records, coverages) = runtime.block_on(run_all(&args, &scenarios, &targets, &required, &dialects));
     let mut tally = Tally::default();
     records.iter().for_each(|r| tally.add(&r.verdict));
     tally.failed += check_coverage(&args, &coverages);
+    let interrupted = interrupt::interrupted();
+    if let Some(signal) = interrupted {
+        println!(
+            "interrupted by {signal}: no scenario started after it; the runs in flight were stopped and their namespaces dropped"
+        );
+    }
     if let Some(dir) = &args.report {
         let corpus = outcomes::corpus_hash(scenarios.iter().map(|s| (s.name.as_str(), s.path.as_path())));
         let run = outcomes::RunInfo {
             leg: args.leg.clone().unwrap_or_else(|| args.db.clone()),
             corpus_hash: corpus.unwrap_or_else(|e| format!("unreadable: {e}")),
-            interrupted: false,
+            interrupted: interrupted.map(str::to_owned),
         };
         match report::write(dir, &records, &run) {
             Ok(()) => println!("reports written to {}", dir.display()),
@@ -177,6 +186,9 @@ pub fn run(args: RunArgs) -> ExitCode {
     }
     print!("{}", report::failure_list(&records));
     println!("{} passed, {} failed, {} skipped", tally.passed, tally.failed, tally.skipped);
+    if interrupted.is_some() {
+        return ExitCode::from(interrupt::EXIT_INTERRUPTED);
+    }
     if tally.failed > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
 }
 
@@ -193,7 +205,23 @@ async fn run_all(
     let progress = Progress::new((scenarios.len() * (targets.len() + 1)) as u64, "run");
     for s in scenarios {
         let started = Instant::now();
-        let mut model = runner::check_model(s).await;
+        if let Some(signal) = interrupt::interrupted() {
+            records.push(record(s, "model", "model", not_started(signal), started, None, args));
+            models.push(None);
+            continue;
+        }
+        let mut model = match AssertUnwindSafe(runner::check_model(s)).catch_unwind().await {
+            Ok(model) => model,
+            Err(panic) => {
+                let verdict = Verdict::Fail(runner::panicked("model", panic.as_ref()).to_string());
+                let record = record(s, "model", "model", verdict, started, None, args);
+                progress.suspend(|| print_line(&record, s));
+                progress.inc(1);
+                records.push(record);
+                models.push(None);
+                continue;
+            }
+        };
         if args.accept && model.verdict == Verdict::New {
             let path = snapshot::path(&s.path, None);
             match snapshot::write(&path, &s.path, &model.yaml) {
@@ -209,11 +237,20 @@ async fn run_all(
         progress.suspend(|| print_line(&record, s));
         progress.inc(1);
         records.push(record);
-        models.push(model);
+        models.push(Some(model));
     }
     for &target in targets {
         let dialect = dialects.iter().find(|d| d.name == target.dialect()).expect("loaded for every target");
-        let (server, _container) = match reach::reach(target).await {
+        if let Some(signal) = interrupt::interrupted() {
+            let verdict = not_started(signal);
+            records.extend(
+                scenarios
+                    .iter()
+                    .map(|s| record(s, target.name(), "not run", verdict.clone(), Instant::now(), None, args)),
+            );
+            continue;
+        }
+        let (mut server, _container) = match reach::reach(target).await {
             Reach::Ready(server, keep) => (server, keep),
             Reach::Skipped(reason) if !required.contains(&target) => {
                 progress.suspend(|| println!("skipped: {target} ({} scenarios): {reason}", scenarios.len()));
@@ -240,6 +277,17 @@ async fn run_all(
                 continue;
             }
         };
+        // The pool's bound: at most one session per scenario at once.
+        server.limit_connections(args.jobs.max(1));
+        let swept = runner::sweep(&server, dialect).await;
+        if !swept.removed.is_empty() {
+            println!(
+                "removed {} namespaces left on {target} by earlier runs (their process is gone, or they are over {} h old)",
+                swept.removed.len(),
+                reapcheck::namespace::MAX_AGE.as_secs() / 3600
+            );
+        }
+        swept.errors.iter().for_each(|e| println!("warning: {target}: {e}"));
         let version = server.version().to_owned();
         if !dialect.profile.declared.is_empty() {
             println!("profile of {} on {target}: {}", dialect.name, dialect.profile);
@@ -253,7 +301,29 @@ async fn run_all(
             let (server, version) = (&server, &version);
             async move {
                 let started = Instant::now();
-                let run = runner::check_target(s, target, server, dialect, model).await;
+                let model = match (interrupt::interrupted(), model) {
+                    (Some(signal), _) => {
+                        return (
+                            s,
+                            record(s, target.name(), version, not_started(signal), started, None, args),
+                            Vec::new(),
+                            None,
+                        );
+                    }
+                    (None, None) => {
+                        let verdict = Verdict::Fail("not run: the model panicked on this scenario".to_owned());
+                        return (s, record(s, target.name(), version, verdict, started, None, args), Vec::new(), None);
+                    }
+                    (None, Some(model)) => model,
+                };
+                let checked = AssertUnwindSafe(runner::check_target(s, target, server, dialect, model)).catch_unwind();
+                let run = match checked.await {
+                    Ok(run) => run,
+                    Err(panic) => {
+                        let verdict = Verdict::Fail(runner::panicked("check", panic.as_ref()).to_string());
+                        return (s, record(s, target.name(), version, verdict, started, None, args), Vec::new(), None);
+                    }
+                };
                 let traced = match (args.trace, &run.verdict) {
                     (true, v) if !v.is_failure() => Some(trace::trace(server, dialect, s, target.name()).await),
                     _ => None,
@@ -294,6 +364,12 @@ async fn run_all(
         coverages.push(coverage);
     }
     (records, coverages)
+}
+
+/// The verdict of a case that was not started because the run was
+/// interrupted by `signal`: skipped, never passed.
+fn not_started(signal: &str) -> Verdict {
+    Verdict::Skipped(format!("not run: interrupted by {signal}"))
 }
 
 /// Prints the coverage tables (`--coverage`) and the statements executed by

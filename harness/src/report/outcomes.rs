@@ -27,9 +27,10 @@ pub struct RunInfo {
     pub leg: String,
     /// [`corpus_hash`] of the scenarios the run loaded.
     pub corpus_hash: String,
-    /// True when the run was stopped before it finished (Ctrl-C): its
-    /// cases are incomplete and `verdict` fails the leg.
-    pub interrupted: bool,
+    /// The signal (`SIGINT`, `SIGTERM`) that stopped the run before it
+    /// finished ([`crate::interrupt`]): its cases are incomplete and
+    /// `verdict` fails the leg. `None` for a run that finished.
+    pub interrupted: Option<String>,
 }
 
 /// The outcome file of one leg.
@@ -221,7 +222,7 @@ impl LegOutcomes {
             reapcheck_version: env!("CARGO_PKG_VERSION").to_owned(),
             leg: run.leg.clone(),
             corpus_hash: run.corpus_hash.clone(),
-            interrupted: run.interrupted,
+            interrupted: run.interrupted.is_some(),
             targets,
             cases,
         }
@@ -348,7 +349,7 @@ mod tests {
             record("postgres", Verdict::Fail(fail.into())),
             record("mssql", Verdict::Skipped("no REAPCHECK_MSSQL_URL".into())),
         ];
-        let run = RunInfo { leg: "pg-15".into(), corpus_hash: hash(b"corpus"), interrupted: false };
+        let run = RunInfo { leg: "pg-15".into(), corpus_hash: hash(b"corpus"), interrupted: None };
         let leg = LegOutcomes::new(&records, &run);
         let c = &leg.cases[1];
         assert_eq!(c.result, CaseResult::Fail);

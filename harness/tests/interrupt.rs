@@ -1,0 +1,387 @@
+//! Interrupted runs leave nothing behind: `reapcheck run --db postgres`
+//! (or `mariadb`) against a private server started by each test (loopback
+//! ports 55433-55437, a temporary data folder, removed afterwards), so stopping
+//! or killing things never touches a server anyone else uses. SIGINT mid-run
+//! exits 130 with the summary and no `rc_*` schema left; SIGKILL leaves the
+//! schemas in flight, and the next run removes them and says how many; a
+//! server stopped mid-run fails the remaining scenarios at once (refused),
+//! without waiting out a connect timeout each.
+
+#![cfg(unix)]
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const BIN: &str = "/usr/lib/postgresql/15/bin";
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().expect("the workspace exists")
+}
+
+/// A PostgreSQL server of this test's own, stopped and deleted on drop.
+struct PrivatePostgres {
+    dir: PathBuf,
+    port: u16,
+}
+
+/// `program args` run as the `postgres` user when this process is root
+/// (initdb and postgres refuse to run as root).
+fn as_postgres(program: &str, args: &[&str]) -> Command {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        let mut cmd = Command::new("runuser");
+        cmd.args(["-u", "postgres", "--", program]).args(args);
+        cmd
+    } else {
+        let mut cmd = Command::new(program);
+        cmd.args(args);
+        cmd
+    }
+}
+
+impl PrivatePostgres {
+    fn start(port: u16) -> PrivatePostgres {
+        let dir = std::env::temp_dir().join(format!("reapcheck-pg-{port}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a temp dir");
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } == 0 {
+            let chown = Command::new("chown").args(["-R", "postgres:postgres"]).arg(&dir).status();
+            assert!(chown.is_ok_and(|s| s.success()), "chown {}", dir.display());
+        }
+        let server = PrivatePostgres { dir, port };
+        let data = server.data();
+        let initdb = as_postgres(&format!("{BIN}/initdb"), &["-D", &data, "-U", "postgres", "--auth=trust", "-N"])
+            .stdout(Stdio::null())
+            .output()
+            .expect("initdb runs");
+        assert!(initdb.status.success(), "initdb: {}", String::from_utf8_lossy(&initdb.stderr));
+        server.pg_ctl_start();
+        server
+    }
+
+    fn data(&self) -> String {
+        self.dir.join("data").display().to_string()
+    }
+
+    fn pg_ctl_start(&self) {
+        let options = format!("-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off", self.port, self.dir.display());
+        let log = self.dir.join("log").display().to_string();
+        let started =
+            as_postgres(&format!("{BIN}/pg_ctl"), &["-D", &self.data(), "-l", &log, "-o", &options, "-w", "start"])
+                .stdout(Stdio::null())
+                .status()
+                .expect("pg_ctl runs");
+        assert!(started.success(), "pg_ctl start failed; see {log}");
+    }
+
+    /// Stops the server at once, as a crash would.
+    fn stop_now(&self) {
+        let _ = as_postgres(&format!("{BIN}/pg_ctl"), &["-D", &self.data(), "-m", "immediate", "-w", "stop"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// The `rc_` schemas on the server.
+    async fn namespaces(&self) -> Vec<String> {
+        let server = reapcheck::backend::postgres(&self.url()).await.expect("the private server answers");
+        let names = server.namespaces().await.expect("the schemas are listed");
+        server.close().await;
+        names
+    }
+}
+
+impl Drop for PrivatePostgres {
+    fn drop(&mut self) {
+        self.stop_now();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A running `reapcheck run --db postgres` and its stdout so far.
+struct Run {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Run {
+    fn start(url: &str, extra: &[&str]) -> Run {
+        Run::start_on("postgres", url, extra)
+    }
+
+    fn start_on(target: &str, url: &str, extra: &[&str]) -> Run {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_reapcheck"));
+        cmd.args(["run", "--db", target]).args(extra).current_dir(root()).env_remove("REAPCHECK_REQUIRE");
+        for t in reapcheck::target::Target::ALL {
+            cmd.env_remove(t.url_variable());
+        }
+        let mut child = cmd
+            .env(format!("REAPCHECK_{}_URL", target.to_uppercase()), url)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the binary starts");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let stdout = child.stdout.take().expect("piped");
+        let sink = lines.clone();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                sink.lock().unwrap().push(line);
+            }
+        });
+        Run { child, lines, reader: Some(reader) }
+    }
+
+    /// Waits until `n` cases on postgres have printed their line.
+    fn wait_for_cases(&self, n: usize) {
+        self.wait_for_cases_on("postgres", n);
+    }
+
+    /// Waits until `n` cases on `target` have printed their line.
+    fn wait_for_cases_on(&self, target: &str, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(300);
+        let on = format!(" on {target}");
+        while self.lines.lock().unwrap().iter().filter(|l| l.contains(&on)).count() < n {
+            assert!(Instant::now() < deadline, "no {n} cases within 300 s: {:?}", self.lines.lock().unwrap());
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    fn signal(&self, signal: libc::c_int) {
+        let pid = libc::pid_t::try_from(self.child.id()).expect("a pid");
+        // SAFETY: signals a child of this test.
+        assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "kill {signal}");
+    }
+
+    /// Waits for the exit; its code (None when killed) and its stdout.
+    fn finish(mut self) -> (Option<i32>, String) {
+        let status = self.child.wait().expect("the run ends");
+        self.reader.take().expect("once").join().expect("the reader ends");
+        let out = self.lines.lock().unwrap().join("\n");
+        (status.code(), out)
+    }
+}
+
+/// The closing `N passed, M failed, K skipped` line's numbers.
+fn closing(out: &str) -> (usize, usize, usize) {
+    let line = out.lines().rev().find(|l| l.ends_with(" skipped")).unwrap_or_else(|| panic!("no summary:\n{out}"));
+    let n: Vec<usize> = line.split([' ', ',']).filter_map(|w| w.parse().ok()).collect();
+    (n[0], n[1], n[2])
+}
+
+#[cfg_attr(not(live_postgres), ignore = "REAPCHECK_POSTGRES_URL was not set when the tests were built")]
+#[tokio::test(flavor = "multi_thread")]
+async fn sigint_or_sigterm_mid_run_drops_the_namespaces_in_flight_prints_the_summary_and_exits_130() {
+    let pg = PrivatePostgres::start(55433);
+    let reports = pg.dir.join("reports");
+    let run = Run::start(&pg.url(), &["--report", &reports.display().to_string()]);
+    run.wait_for_cases(5);
+    run.signal(libc::SIGINT);
+    let (code, out) = run.finish();
+    assert_eq!(code, Some(130), "{out}");
+    assert!(out.contains("interrupted by SIGINT"), "{out}");
+    let (passed, failed, skipped) = closing(&out);
+    assert_eq!(failed, 0, "an interruption is no failure:\n{out}");
+    assert!(skipped > 0 && passed > 0, "{out}");
+    let summary = std::fs::read_to_string(reports.join("summary.txt")).expect("the summary is written");
+    assert!(summary.starts_with("INCOMPLETE: interrupted by SIGINT"), "{summary}");
+    let junit = std::fs::read_to_string(reports.join("junit.xml")).expect("the junit report is written");
+    assert!(junit.contains("name=\"interrupted\" value=\"SIGINT\""), "{junit}");
+    assert_eq!(pg.namespaces().await, Vec::<String>::new(), "schemas left behind");
+    // SIGTERM, as a CI runner's timeout sends it, stops the run the same way.
+    let run = Run::start(&pg.url(), &[]);
+    run.wait_for_cases(5);
+    run.signal(libc::SIGTERM);
+    let (code, out) = run.finish();
+    assert_eq!(code, Some(130), "{out}");
+    assert!(out.contains("interrupted by SIGTERM") && closing(&out).1 == 0, "{out}");
+    assert_eq!(pg.namespaces().await, Vec::<String>::new(), "schemas left behind after SIGTERM");
+}
+
+#[cfg_attr(not(live_postgres), ignore = "REAPCHECK_POSTGRES_URL was not set when the tests were built")]
+#[tokio::test(flavor = "multi_thread")]
+async fn namespaces_left_by_a_killed_run_are_removed_by_the_next_one() {
+    let pg = PrivatePostgres::start(55434);
+    // A kill between two runs leaves nothing; a few tries catch runs in flight.
+    let mut left = Vec::new();
+    for _ in 0..5 {
+        let run = Run::start(&pg.url(), &[]);
+        run.wait_for_cases(3);
+        run.signal(libc::SIGKILL);
+        let (code, _) = run.finish();
+        assert_eq!(code, None, "killed by a signal");
+        left = pg.namespaces().await;
+        if !left.is_empty() {
+            break;
+        }
+    }
+    assert!(!left.is_empty(), "five killed runs left no schema: the test proves nothing");
+    let (code, out) = Run::start(&pg.url(), &["--exact", "grace/beat-older-than-claim"]).finish();
+    assert_eq!(code, Some(0), "{out}");
+    let said = format!("removed {} namespaces left on postgres by earlier runs", left.len());
+    assert!(out.contains(&said), "expected `{said}`:\n{out}");
+    assert_eq!(pg.namespaces().await, Vec::<String>::new(), "schemas left behind");
+}
+
+#[cfg_attr(not(live_postgres), ignore = "REAPCHECK_POSTGRES_URL was not set when the tests were built")]
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_stopped_mid_run_fails_the_remaining_scenarios_at_once() {
+    let pg = PrivatePostgres::start(55435);
+    let run = Run::start(&pg.url(), &[]);
+    run.wait_for_cases(5);
+    pg.stop_now();
+    let stopped = Instant::now();
+    let (code, out) = run.finish();
+    let after = stopped.elapsed();
+    assert_eq!(code, Some(1), "{out}");
+    let (_, failed, _) = closing(&out);
+    assert!(failed > 0, "{out}");
+    // Each refused connect fails at once: none waits out the 5 s timeout.
+    assert!(!out.contains("within 5 s"), "a scenario waited for a connection:\n{out}");
+    println!("{failed} scenarios failed in {after:?} after the server stopped");
+    // Started again, the server holds what the stop cut off; the next run removes it.
+    pg.pg_ctl_start();
+    let left = pg.namespaces().await;
+    let (code, out) = Run::start(&pg.url(), &["--exact", "grace/beat-older-than-claim"]).finish();
+    assert_eq!(code, Some(0), "{out}");
+    if !left.is_empty() {
+        assert!(out.contains(&format!("removed {} namespaces", left.len())), "{out}");
+    }
+    assert_eq!(pg.namespaces().await, Vec::<String>::new(), "schemas left behind");
+}
+
+/// A MariaDB server of this test's own (`--skip-grant-tables`: anyone may
+/// log in, on loopback only), killed and deleted on drop.
+struct PrivateMariadb {
+    dir: PathBuf,
+    port: u16,
+    server: Child,
+}
+
+impl PrivateMariadb {
+    async fn start(port: u16) -> PrivateMariadb {
+        let dir = std::env::temp_dir().join(format!("reapcheck-mariadb-{port}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a temp dir");
+        let data = dir.join("data");
+        let install = Command::new("mariadb-install-db")
+            .arg("--no-defaults")
+            .arg(format!("--datadir={}", data.display()))
+            .args(["--user=root", "--auth-root-authentication-method=normal", "--skip-test-db"])
+            .output()
+            .expect("mariadb-install-db runs");
+        assert!(install.status.success(), "mariadb-install-db: {}", String::from_utf8_lossy(&install.stderr));
+        let server = Command::new("/usr/sbin/mariadbd")
+            .arg("--no-defaults")
+            .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--socket={}", dir.join("sock").display()))
+            .arg(format!("--port={port}"))
+            .args(["--bind-address=127.0.0.1", "--user=root", "--skip-grant-tables", "--skip-log-bin"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("mariadbd starts");
+        let db = PrivateMariadb { dir, port, server };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while reapcheck::backend::mysql(&db.url()).await.is_err() {
+            assert!(Instant::now() < deadline, "the private mariadb did not answer within 60 s");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        db
+    }
+
+    fn url(&self) -> String {
+        format!("mysql://root@127.0.0.1:{}/mysql", self.port)
+    }
+
+    async fn namespaces(&self) -> Vec<String> {
+        let server = reapcheck::backend::mysql(&self.url()).await.expect("the private server answers");
+        server.namespaces().await.expect("the databases are listed")
+    }
+}
+
+impl Drop for PrivateMariadb {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[cfg_attr(not(live_mariadb), ignore = "REAPCHECK_MARIADB_URL was not set when the tests were built")]
+#[tokio::test(flavor = "multi_thread")]
+async fn on_mariadb_sigint_leaves_nothing_and_a_killed_runs_leftovers_are_removed() {
+    let db = PrivateMariadb::start(55436).await;
+    let run = Run::start_on("mariadb", &db.url(), &[]);
+    run.wait_for_cases_on("mariadb", 5);
+    run.signal(libc::SIGINT);
+    let (code, out) = run.finish();
+    assert_eq!(code, Some(130), "{out}");
+    assert_eq!(closing(&out).1, 0, "an interruption is no failure:\n{out}");
+    assert_eq!(db.namespaces().await, Vec::<String>::new(), "databases left behind after SIGINT");
+    let (mut left, mut last) = (Vec::new(), String::new());
+    // MariaDB runs a case in about 30 ms: the kill comes at a different
+    // point of the corpus each try.
+    for attempt in 0..8 {
+        let run = Run::start_on("mariadb", &db.url(), &[]);
+        run.wait_for_cases_on("mariadb", 3 + 7 * attempt);
+        run.signal(libc::SIGKILL);
+        let (code, out) = run.finish();
+        last = format!("{code:?}\n{out}");
+        left = db.namespaces().await;
+        if !left.is_empty() {
+            break;
+        }
+    }
+    assert!(!left.is_empty(), "eight killed runs left no database: the test proves nothing; the last:\n{last}");
+    let (code, out) = Run::start_on("mariadb", &db.url(), &["--exact", "grace/beat-older-than-claim"]).finish();
+    assert_eq!(code, Some(0), "{out}");
+    let said = format!("removed {} namespaces left on mariadb by earlier runs", left.len());
+    assert!(out.contains(&said), "expected `{said}`:\n{out}");
+    assert_eq!(db.namespaces().await, Vec::<String>::new(), "databases left behind");
+}
+
+/// A scenario that made `run` panic (issue 12: the clock pushed past
+/// chrono's range) fails alone: the other scenarios run, the summary is
+/// printed, exit 1. Once `check` rejects the file, exit 2 before anything
+/// runs is right too; a crash (101) never is.
+#[test]
+fn a_scenario_that_panics_fails_alone_and_the_run_goes_on() {
+    let dir = std::env::temp_dir().join(format!("reapcheck-panic-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("x")).expect("a temp dir");
+    let far = "description: the clock leaves chrono's range\nclasses:\n  C: { timeout: 300 }\n\
+               jobs:\n  - { id: a, class: C, status: processing, attempts: 1, claimed: -1h }\n\
+               steps: [ {advance: 100000000d}, reap ]\n";
+    std::fs::write(dir.join("x/far.yaml"), far).expect("written");
+    let ok = "description: an idle queue\nclasses:\n  C: { timeout: 300 }\njobs: []\nsteps: [ reap ]\n";
+    std::fs::write(dir.join("x/ok.yaml"), ok).expect("written");
+    let out = Command::new(env!("CARGO_BIN_EXE_reapcheck"))
+        .args(["run", "--db", "sqlite", "--coverage-min", "0", "--scenarios"])
+        .arg(&dir)
+        .current_dir(root())
+        .env_remove("REAPCHECK_REQUIRE")
+        .output()
+        .expect("the binary runs");
+    let _ = std::fs::remove_dir_all(&dir);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    match out.status.code() {
+        Some(1) => {
+            assert!(stdout.contains("reapcheck panicked: instants are validated"), "{stdout}");
+            assert!(stdout.contains("not run: the model panicked on this scenario"), "{stdout}");
+            assert!(stdout.contains("new      x/ok  on model"), "{stdout}");
+            assert_eq!(closing(&stdout).1, 2, "the panicking scenario fails on the model and sqlite:\n{stdout}");
+        }
+        Some(2) => assert!(String::from_utf8_lossy(&out.stderr).contains("far.yaml:"), "{out:?}"),
+        other => panic!("exit {other:?}:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr)),
+    }
+}
