@@ -8,7 +8,9 @@ mod mssql;
 mod mysql;
 mod numeric;
 mod postgres;
+mod retry;
 mod sqlite;
+mod tls;
 
 pub use error::{BackendError, BackendErrorKind};
 pub use instants::InstantEncoding;
