@@ -376,7 +376,7 @@ mod tests {
 
     /// A connection inside a new namespace, with the session in `zone`.
     async fn enter(server: &MySqlServer, dialect: &Dialect, zone: Option<&str>) -> (Connection, String) {
-        let mut conn = Connection::MySql(server.open().await.expect("open"));
+        let mut conn = Connection::MySql(Box::new(server.open().await.expect("open")));
         let ns = namespace();
         namespace_script(&mut conn, dialect, "create_namespace", &ns).await.expect("create_namespace");
         namespace_script(&mut conn, dialect, "enter_namespace", &ns).await.expect("enter_namespace");
@@ -567,7 +567,7 @@ mod tests {
         }
         let each = started.elapsed() / OPENS;
         println!("open + probe + close: {:.2} ms each over {OPENS}", each.as_secs_f64() * 1e3);
-        let mut conn = Connection::MySql(server.open().await.expect("open"));
+        let mut conn = Connection::MySql(Box::new(server.open().await.expect("open")));
         namespace_script(&mut conn, &dialect, "drop_namespace", &ns).await.expect("drop_namespace");
         conn.close().await;
     }
