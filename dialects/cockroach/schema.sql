@@ -14,19 +14,28 @@
 -- transaction (reapcheck splits a script at `;`): CockroachDB runs DDL as
 -- background jobs, and DDL mixed with writes in one explicit transaction can
 -- fail or be retried.
+--
+-- Isolation: a database per scenario, not a schema. A CREATE SCHEMA or DROP
+-- SCHEMA writes the parent database's descriptor, so scenarios running at
+-- once, each with a schema in one database, would all change that one
+-- descriptor and wait on (or retry against) each other. A new database
+-- shares no descriptor with another scenario's. Indexes are declared inside
+-- CREATE TABLE for the same reason: a CREATE INDEX on an existing table is
+-- a schema-change job of its own, with its own backfill and waits, where a
+-- table created with its index is ready when the statement returns. (The
+-- backend retries a statement that still fails with 40001.)
 
 -- name: create_namespace
--- User-defined schemas exist since CockroachDB v20.2.
-CREATE SCHEMA {namespace}
+CREATE DATABASE {namespace}
 
 -- name: enter_namespace
--- The schema alone, without `public`: an unqualified `jobs` can only be this
--- scenario's table. (CockroachDB always searches `pg_catalog` first, as
--- PostgreSQL does; neither has a `jobs` there.)
-SET search_path TO {namespace}
+-- Unqualified names resolve in {namespace}.public from now on.
+SET database = {namespace}
 
 -- name: drop_namespace
-DROP SCHEMA {namespace} CASCADE
+-- Back to the URL's database first: the current database is not dropped.
+RESET database;
+DROP DATABASE {namespace} CASCADE
 
 -- name: set_time_zone
 -- CockroachDB has set_config (bound, unlike SET). Its session variable is
@@ -48,9 +57,9 @@ CREATE TABLE jobs (
     updated_at    TIMESTAMPTZ NOT NULL,
     failed_at     TIMESTAMPTZ,
     completed_at  TIMESTAMPTZ,
-    last_error    STRING
+    last_error    STRING,
+    INDEX jobs_reap (status, queue)
 );
-CREATE INDEX jobs_reap ON jobs (status, queue);
 CREATE TABLE job_leases (
     name       STRING PRIMARY KEY,
     owner      STRING NOT NULL,
@@ -72,9 +81,9 @@ CREATE TABLE jobs (
     updated_at    TIMESTAMPTZ NOT NULL,
     failed_at     TIMESTAMPTZ,
     completed_at  TIMESTAMPTZ,
-    last_error    STRING
+    last_error    STRING,
+    INDEX jobs_reap (status, queue)
 );
-CREATE INDEX jobs_reap ON jobs (status, queue);
 CREATE TABLE job_leases (
     name       STRING PRIMARY KEY,
     owner      STRING NOT NULL,

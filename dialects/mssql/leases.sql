@@ -8,11 +8,12 @@
 -- more atomic without the same hints, and has a history of bugs.
 INSERT INTO job_leases (name, owner, expires_at)
 SELECT :name, :token, :expires_at
- WHERE NOT EXISTS (SELECT 1 FROM job_leases WITH (UPDLOCK, HOLDLOCK) WHERE name = :name)
+ WHERE NOT EXISTS (SELECT 1 FROM job_leases WITH (UPDLOCK, HOLDLOCK)
+                    WHERE name = :name AND DATALENGTH(name) = DATALENGTH(:name))
 
 -- name: lease_takeover
 UPDATE job_leases SET owner = :token, expires_at = :expires_at
- WHERE name = :name AND expires_at < :now
+ WHERE name = :name AND DATALENGTH(name) = DATALENGTH(:name) AND expires_at < :now
 
 -- name: lease_defer
 -- run_at = now + min(30, max(1, ceil(left))) seconds, left = expires_at - now.
@@ -42,11 +43,17 @@ UPDATE jobs
                           :now)
              FROM (SELECT (COALESCE((SELECT DATEDIFF_BIG(microsecond, :now, l.expires_at)
                                        FROM job_leases AS l
-                                      WHERE l.name = :name), 0) + 999999) / 1000000 AS up) AS w)
- WHERE id = :id AND status = N'processing' AND claim_token = :token
+                                      WHERE l.name = :name AND DATALENGTH(l.name) = DATALENGTH(:name)), 0) + 999999) / 1000000 AS up) AS w)
+ WHERE id = :id AND DATALENGTH(id) = DATALENGTH(:id)
+   AND status = N'processing'
+   AND claim_token = :token AND DATALENGTH(claim_token) = DATALENGTH(:token)
 
 -- name: lease_renew
-UPDATE job_leases SET expires_at = :expires_at WHERE name = :name AND owner = :token
+UPDATE job_leases SET expires_at = :expires_at
+ WHERE name = :name AND DATALENGTH(name) = DATALENGTH(:name)
+   AND owner = :token AND DATALENGTH(owner) = DATALENGTH(:token)
 
 -- name: lease_release
-DELETE FROM job_leases WHERE name = :name AND owner = :token
+DELETE FROM job_leases
+ WHERE name = :name AND DATALENGTH(name) = DATALENGTH(:name)
+   AND owner = :token AND DATALENGTH(owner) = DATALENGTH(:token)

@@ -13,11 +13,15 @@
 -- - Each UPDATE re-checks the scanned row (status, attempts, staleness), so
 --   a row that beat, finished or was re-claimed after the scan is left alone
 --   and not counted.
--- - The queue list is one comma-separated text split by STRING_SPLIT, whose
---   value column takes the binary collation explicitly: compared with the
---   queue column, whose collation is Latin1_General_BIN2, a value in the
---   database's default collation could raise "cannot resolve the collation
---   conflict" or compare without case.
+-- - The queue list is one comma-separated text (queue names hold no comma),
+--   matched by CHARINDEX(',' + queue + ',', ',' + :queues + ','): the
+--   delimiters make a trailing space part of the text searched, where
+--   queue IN (...) would find 'mail ' equal to 'mail' (= pads under every
+--   collation). The list takes the binary collation explicitly: in the
+--   database's default collation it could raise "cannot resolve the
+--   collation conflict" or match without case. (No STRING_SPLIT either: it
+--   needs compatibility level 130.)
+-- - Keys compared with a bound value also compare DATALENGTH (schema.sql).
 
 -- name: reap_scan
 SELECT id, class, attempts, max_retries, claim_timeout,
@@ -25,7 +29,7 @@ SELECT id, class, attempts, max_retries, claim_timeout,
   FROM jobs
  WHERE status = N'processing'
    AND COALESCE(heartbeat_at, updated_at) < DATEADD(second, -30, :now)
-   AND (:all_queues = 1 OR queue IN (SELECT value COLLATE Latin1_General_BIN2 FROM STRING_SPLIT(:queues, ',')))
+   AND (:all_queues = 1 OR CHARINDEX(N',' + queue + N',', N',' + :queues + N',' COLLATE Latin1_General_BIN2) > 0)
  ORDER BY id
 
 -- name: legacy_reap_scan
@@ -33,47 +37,59 @@ SELECT id, class, attempts, max_retries, claim_timeout, CAST(0 AS bigint) AS has
   FROM jobs
  WHERE status = N'processing'
    AND updated_at < DATEADD(second, -30, :now)
-   AND (:all_queues = 1 OR queue IN (SELECT value COLLATE Latin1_General_BIN2 FROM STRING_SPLIT(:queues, ',')))
+   AND (:all_queues = 1 OR CHARINDEX(N',' + queue + N',', N',' + :queues + N',' COLLATE Latin1_General_BIN2) > 0)
  ORDER BY id
 
 -- name: reap_retry
 UPDATE jobs
    SET status = N'pending', run_at = :run_at, updated_at = :now, claim_token = NULL,
        last_error = N'timeout'
- WHERE id = :id AND status = N'processing' AND attempts = :attempts
+ WHERE id = :id AND DATALENGTH(id) = DATALENGTH(:id)
+   AND status = N'processing'
+   AND attempts = :attempts
    AND COALESCE(heartbeat_at, updated_at) < :cutoff
 
 -- name: legacy_reap_retry
 UPDATE jobs
    SET status = N'pending', run_at = :run_at, updated_at = :now, claim_token = NULL,
        last_error = N'timeout'
- WHERE id = :id AND status = N'processing' AND attempts = :attempts
+ WHERE id = :id AND DATALENGTH(id) = DATALENGTH(:id)
+   AND status = N'processing'
+   AND attempts = :attempts
    AND updated_at < :cutoff
 
 -- name: reap_interrupt
 UPDATE jobs
    SET status = N'interrupted', failed_at = :now, updated_at = :now, claim_token = NULL,
        last_error = N'timeout'
- WHERE id = :id AND status = N'processing' AND attempts = :attempts
+ WHERE id = :id AND DATALENGTH(id) = DATALENGTH(:id)
+   AND status = N'processing'
+   AND attempts = :attempts
    AND COALESCE(heartbeat_at, updated_at) < :cutoff
 
 -- name: legacy_reap_interrupt
 UPDATE jobs
    SET status = N'interrupted', failed_at = :now, updated_at = :now, claim_token = NULL,
        last_error = N'timeout'
- WHERE id = :id AND status = N'processing' AND attempts = :attempts
+ WHERE id = :id AND DATALENGTH(id) = DATALENGTH(:id)
+   AND status = N'processing'
+   AND attempts = :attempts
    AND updated_at < :cutoff
 
 -- name: reap_fail
 UPDATE jobs
    SET status = N'failed', failed_at = :now, updated_at = :now, claim_token = NULL,
        last_error = N'timeout'
- WHERE id = :id AND status = N'processing' AND attempts = :attempts
+ WHERE id = :id AND DATALENGTH(id) = DATALENGTH(:id)
+   AND status = N'processing'
+   AND attempts = :attempts
    AND COALESCE(heartbeat_at, updated_at) < :cutoff
 
 -- name: legacy_reap_fail
 UPDATE jobs
    SET status = N'failed', failed_at = :now, updated_at = :now, claim_token = NULL,
        last_error = N'timeout'
- WHERE id = :id AND status = N'processing' AND attempts = :attempts
+ WHERE id = :id AND DATALENGTH(id) = DATALENGTH(:id)
+   AND status = N'processing'
+   AND attempts = :attempts
    AND updated_at < :cutoff

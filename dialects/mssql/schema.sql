@@ -16,8 +16,9 @@
 -- has no parameters as a plain batch for this reason.
 --
 -- Azure SQL Database has no USE (one database per connection); this dialect
--- is for SQL Server 2016 or later (DATEDIFF_BIG, STRING_SPLIT) and Azure SQL
--- Managed Instance.
+-- is for SQL Server 2016 or later (DATEDIFF_BIG) and Azure SQL Managed
+-- Instance, at any database compatibility level (no STRING_SPLIT, which
+-- needs level 130, and a scenario database inherits model's level).
 --
 -- Instants are datetime2(6), UTC, exact to the microsecond: not datetime,
 -- which rounds to 1/300 s (.000, .003, .007) and so moves a cutoff by up to
@@ -30,18 +31,24 @@
 -- compared with a varchar column converts the column on every row) with the
 -- binary collation Latin1_General_BIN2: equality is exact (the usual server
 -- default, SQL_Latin1_General_CP1_CI_AS, says 'A' = 'a') and ORDER BY
--- follows the code units, the order Rust compares strings in. Two limits
--- remain, neither reachable by a scenario's ids: = ignores trailing spaces
--- under every collation ('a' = 'a '), and BIN2 orders UTF-16 code units, so a
--- character above U+FFFF sorts before U+E000..U+FFFF, unlike UTF-8 bytes.
+-- follows the code units, the order Rust compares strings in.
+--
+-- Trap: = and IN ignore trailing spaces under every collation, binary ones
+-- included ('mail' = 'mail '). So every comparison of a key with a bound
+-- value (id, claim token, lease name and owner) also compares DATALENGTH,
+-- and the queue filter is a delimited CHARINDEX (',mail ,' is not inside
+-- ',mail,'), never IN; dialect/padding.rs fails a statement that compares a
+-- key without its guard. Two limits remain: a PRIMARY KEY pads too, so ids
+-- 'a' and 'a ' cannot both be inserted (no scenario has such a pair), and
+-- BIN2 orders UTF-16 code units, so a character above U+FFFF sorts before
+-- U+E000..U+FFFF, unlike UTF-8 bytes.
 --
 -- Integers are bigint, so every integer read back is the i64 the driver
 -- bound, and none overflows where the model's i64 would not.
 
 -- name: create_namespace
 -- A new database inherits the model database's options, including its
--- compatibility level; STRING_SPLIT needs 130 or more, the default of every
--- version that has it.
+-- compatibility level; no statement here depends on that level.
 CREATE DATABASE {namespace}
 
 -- name: enter_namespace

@@ -1,6 +1,19 @@
 //! Databases started in Docker through testcontainers, for targets without
 //! a `REAPCHECK_<TARGET>_URL`. Built only with `--features containers`.
-//! Each image is pinned to a tag, so a run's server version is stable.
+//!
+//! - Each image is pinned to an exact release (no moving tag such as `16`
+//!   or `8.4`), so a run's server version is stable.
+//! - The URL's host and port come from the container handle, so a remote
+//!   engine (`DOCKER_HOST=tcp://...`) works.
+//! - testcontainers' watchdog is on (its `watchdog` feature): an interrupt
+//!   (SIGINT, SIGTERM, SIGQUIT) stops and removes the started containers
+//!   before the process ends.
+//! - Only targets that will run start one: `run --db` names them, and the
+//!   test suite reaches only targets with a selected test
+//!   ([`crate::reach::needed_targets`]).
+//!
+//! SQL Server's image has a self-signed certificate: its URL says
+//! `trustServerCertificate=true`, encrypting without checking it.
 
 use testcontainers_modules::testcontainers::core::IntoContainerPort;
 use testcontainers_modules::testcontainers::runners::AsyncRunner;
@@ -13,9 +26,9 @@ use crate::target::Target;
 /// The pinned image tag of each target's container.
 pub fn pinned_tag(target: Target) -> Option<&'static str> {
     match target {
-        Target::Postgres => Some("16-alpine"),
-        Target::Mariadb => Some("11.4"),
-        Target::Mysql => Some("8.4"),
+        Target::Postgres => Some("16.6-alpine"),
+        Target::Mariadb => Some("11.4.4"),
+        Target::Mysql => Some("8.4.3"),
         Target::Cockroach => Some("v24.2.4"),
         Target::Mssql => Some("2022-CU14-ubuntu-22.04"),
         Target::Sqlite => None,
@@ -29,29 +42,29 @@ pub async fn start(target: Target) -> Result<(String, Container), String> {
     match target {
         Target::Postgres => {
             let c = run(postgres::Postgres::default(), tag).await?;
-            let port = port(&c, 5432).await?;
-            Ok((format!("postgres://postgres:postgres@127.0.0.1:{port}/postgres"), Box::new(c)))
+            let (host, port) = address(&c, 5432).await?;
+            Ok((format!("postgres://postgres:postgres@{host}:{port}/postgres"), Box::new(c)))
         }
         Target::Mariadb => {
             let c = run(mariadb::Mariadb::default(), tag).await?;
-            let port = port(&c, 3306).await?;
-            Ok((format!("mysql://root@127.0.0.1:{port}/test"), Box::new(c)))
+            let (host, port) = address(&c, 3306).await?;
+            Ok((format!("mysql://root@{host}:{port}/test"), Box::new(c)))
         }
         Target::Mysql => {
             let c = run(mysql::Mysql::default(), tag).await?;
-            let port = port(&c, 3306).await?;
-            Ok((format!("mysql://root@127.0.0.1:{port}/test"), Box::new(c)))
+            let (host, port) = address(&c, 3306).await?;
+            Ok((format!("mysql://root@{host}:{port}/test"), Box::new(c)))
         }
         Target::Cockroach => {
             let c = run(cockroach_db::CockroachDb::default(), tag).await?;
-            let port = port(&c, 26257).await?;
-            Ok((format!("postgres://root@127.0.0.1:{port}/defaultdb?sslmode=disable"), Box::new(c)))
+            let (host, port) = address(&c, 26257).await?;
+            Ok((format!("postgres://root@{host}:{port}/defaultdb?sslmode=disable"), Box::new(c)))
         }
         Target::Mssql => {
             let c = run(mssql_server::MssqlServer::default().with_accept_eula(), tag).await?;
-            let port = port(&c, 1433).await?;
+            let (host, port) = address(&c, 1433).await?;
             let password = mssql_server::MssqlServer::DEFAULT_SA_PASSWORD;
-            Ok((format!("mssql://sa:{password}@127.0.0.1:{port}/master"), Box::new(c)))
+            Ok((format!("mssql://sa:{password}@{host}:{port}/master?trustServerCertificate=true"), Box::new(c)))
         }
         Target::Sqlite => unreachable!("handled above"),
     }
@@ -61,8 +74,21 @@ async fn run<I: Image + 'static>(image: I, tag: &str) -> Result<ContainerAsync<I
     image.with_tag(tag).start().await.map_err(|e| format!("cannot start a container: {e}"))
 }
 
-async fn port<I: Image>(c: &ContainerAsync<I>, inner: u16) -> Result<u16, String> {
-    c.get_host_port_ipv4(inner.tcp()).await.map_err(|e| format!("container port {inner} is not mapped: {e}"))
+/// The host and port where the container's `inner` port is reached, as the
+/// engine reports them (bracketed when the host is an IPv6 address).
+async fn address<I: Image>(c: &ContainerAsync<I>, inner: u16) -> Result<(String, u16), String> {
+    let host = c.get_host().await.map_err(|e| format!("no host for the container: {e}"))?;
+    let port =
+        c.get_host_port_ipv4(inner.tcp()).await.map_err(|e| format!("container port {inner} is not mapped: {e}"))?;
+    Ok((url_host(&host), port))
+}
+
+/// `host` as written in a URL's authority.
+fn url_host(host: &url::Host) -> String {
+    match host {
+        url::Host::Ipv6(a) => format!("[{a}]"),
+        other => other.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -74,6 +100,31 @@ mod tests {
         for t in Target::ALL {
             assert_eq!(pinned_tag(t).is_some(), t != Target::Sqlite, "{t}");
         }
-        assert!(pinned_tag(Target::Postgres).is_some_and(|t| !t.contains("latest")));
+    }
+
+    #[test]
+    fn every_tag_names_an_exact_release() {
+        // A moving tag (`16-alpine`, `8.4`, `11.4`) follows new releases.
+        // Exact: major.minor for PostgreSQL (its releases since 10),
+        // major.minor.patch for the others, year and CU for SQL Server.
+        let exact = |t: Target| match t {
+            Target::Postgres => r"^\d+\.\d+-alpine$",
+            Target::Mssql => r"^\d{4}-CU\d+-ubuntu-\d+\.\d+$",
+            _ => r"^v?\d+\.\d+\.\d+$",
+        };
+        for t in Target::ALL {
+            if let Some(tag) = pinned_tag(t) {
+                assert!(regex::Regex::new(exact(t)).unwrap().is_match(tag), "{t}: `{tag}` is a moving tag");
+            }
+        }
+        assert!(!regex::Regex::new(exact(Target::Postgres)).unwrap().is_match("16-alpine"));
+        assert!(!regex::Regex::new(exact(Target::Mysql)).unwrap().is_match("8.4"));
+    }
+
+    #[test]
+    fn ipv6_hosts_are_bracketed_in_urls() {
+        assert_eq!(url_host(&url::Host::Ipv6("::1".parse().unwrap())), "[::1]");
+        assert_eq!(url_host(&url::Host::Domain("docker.internal".into())), "docker.internal");
+        assert_eq!(url_host(&url::Host::Ipv4("10.0.0.2".parse().unwrap())), "10.0.0.2");
     }
 }

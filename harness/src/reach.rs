@@ -46,6 +46,40 @@ pub fn target_names() -> String {
     Target::ALL.iter().map(|t| t.name()).collect::<Vec<_>>().join(", ")
 }
 
+/// The filters of a test run (`cargo test FILTER --exact --skip S`), as
+/// libtest applies them to test names.
+#[derive(Clone, Debug, Default)]
+pub struct TestFilter {
+    /// Only names containing it (equal to it under `exact`).
+    pub filter: Option<String>,
+    /// Whether names must equal the filter and the skips.
+    pub exact: bool,
+    /// Names containing one of these (equal under `exact`) are left out.
+    pub skip: Vec<String>,
+}
+
+impl TestFilter {
+    /// Whether the test called `name` runs under these filters.
+    pub fn selects(&self, name: &str) -> bool {
+        let matches = |f: &String| if self.exact { name == f } else { name.contains(f.as_str()) };
+        self.filter.as_ref().is_none_or(matches) && !self.skip.iter().any(matches)
+    }
+}
+
+/// The test name of `scenario` on `target`, as `cargo test` lists it:
+/// `grace/floor::postgres`.
+pub fn test_name(scenario: &str, target: Target) -> String {
+    format!("{scenario}::{target}")
+}
+
+/// The targets at least one test selected by `filter` runs on, of
+/// `scenarios` (their names) on every target: the only ones whose database
+/// is reached, so `cargo test grace/floor::postgres --features containers`
+/// starts one container, not five.
+pub fn needed_targets(scenarios: &[&str], filter: &TestFilter) -> Vec<Target> {
+    Target::ALL.into_iter().filter(|t| scenarios.iter().any(|s| filter.selects(&test_name(s, *t)))).collect()
+}
+
 /// Connects to `target`'s database, or says why not.
 pub async fn reach(target: Target) -> Reach {
     if target == Target::Sqlite {
@@ -93,5 +127,40 @@ async fn from_container(target: Target, variable: &str) -> Reach {
     match connect(target, &url).await {
         Ok(server) => Reach::Ready(server, Some(keep)),
         Err(e) => Reach::Unreachable(format!("the {target} container started but: {}", redact::message(&e, &url))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SCENARIOS: [&str; 3] = ["grace/floor", "windows/queue-names-exact", "leases/renew"];
+
+    fn filter(filter: Option<&str>, exact: bool, skip: &[&str]) -> TestFilter {
+        TestFilter { filter: filter.map(str::to_owned), exact, skip: skip.iter().map(|s| s.to_string()).collect() }
+    }
+
+    #[test]
+    fn without_a_filter_every_target_is_needed() {
+        assert_eq!(needed_targets(&SCENARIOS, &TestFilter::default()), Target::ALL.to_vec());
+    }
+
+    #[test]
+    fn a_filter_naming_one_target_needs_only_that_target() {
+        let one = needed_targets(&SCENARIOS, &filter(Some("grace/floor::postgres"), false, &[]));
+        assert_eq!(one, vec![Target::Postgres]);
+        let suffix = needed_targets(&SCENARIOS, &filter(Some("::mariadb"), false, &[]));
+        assert_eq!(suffix, vec![Target::Mariadb]);
+        let exact = needed_targets(&SCENARIOS, &filter(Some("leases/renew::mssql"), true, &[]));
+        assert_eq!(exact, vec![Target::Mssql]);
+    }
+
+    #[test]
+    fn a_scenario_filter_needs_every_target_and_skips_remove_targets() {
+        let all = needed_targets(&SCENARIOS, &filter(Some("windows/"), false, &[]));
+        assert_eq!(all, Target::ALL.to_vec());
+        let skipped = needed_targets(&SCENARIOS, &filter(Some("windows/"), false, &["::mssql", "::cockroach"]));
+        assert_eq!(skipped, vec![Target::Sqlite, Target::Postgres, Target::Mariadb, Target::Mysql]);
+        assert_eq!(needed_targets(&SCENARIOS, &filter(Some("no-such-scenario"), false, &[])), Vec::<Target>::new());
     }
 }

@@ -8,7 +8,9 @@
 //! otherwise insta writes `.snap.new` for `cargo insta review`). Each target
 //! test checks the database against the model, the snapshot and `expect`.
 //! A target without `REAPCHECK_<TARGET>_URL` is ignored, with its reason
-//! printed, unless `REAPCHECK_REQUIRE` names it: then it fails.
+//! printed, unless `REAPCHECK_REQUIRE` names it: then it fails. A target
+//! none of whose tests the filter selects is not reached at all (no
+//! container starts for it).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -47,10 +49,15 @@ fn main() {
         }
     };
     let required = reach::required_targets().unwrap_or_else(|e| panic!("{e}"));
+    // Only targets with a selected test are reached (and, with the
+    // `containers` feature, started); the others' tests are filtered out.
+    let filter = reach::TestFilter { filter: args.filter.clone(), exact: args.exact, skip: args.skip.clone() };
+    let names: Vec<&str> = scenarios.iter().map(|s| s.name.as_str()).collect();
+    let needed = reach::needed_targets(&names, &filter);
     let mut trials = Vec::new();
     let mut states = Vec::new();
     for target in Target::ALL {
-        let state = prepare(runtime, target, &required);
+        let state = if needed.contains(&target) { prepare(runtime, target, &required) } else { TargetState::Ignored };
         for s in &scenarios {
             if target == Target::Sqlite {
                 trials.push(model_trial(runtime, s.clone()));

@@ -8,7 +8,9 @@ mod mssql;
 mod mysql;
 mod numeric;
 mod postgres;
+mod retry;
 mod sqlite;
+mod tls;
 
 pub use error::{BackendError, BackendErrorKind};
 pub use instants::InstantEncoding;
@@ -23,10 +25,10 @@ pub enum Connection {
     Sqlite(sqlite::SqliteConn),
     /// PostgreSQL or CockroachDB through sqlx.
     Postgres(postgres::PgConn),
-    /// MySQL or MariaDB through sqlx.
-    MySql(mysql::MySqlConn),
-    /// SQL Server through tiberius; boxed, being several times the size
-    /// of the others.
+    /// MySQL or MariaDB through sqlx (boxed: a TLS-capable connection is
+    /// large).
+    MySql(Box<mysql::MySqlConn>),
+    /// SQL Server through tiberius (boxed, as MySQL).
     Mssql(Box<mssql::MssqlConn>),
 }
 
@@ -143,8 +145,8 @@ pub enum Server {
     MySql {
         /// `mariadb <version>` or `mysql <version>`, from `SELECT VERSION()`.
         version: String,
-        /// How to open connections to it.
-        server: mysql::MySqlServer,
+        /// How to open connections to it (boxed: its options are large).
+        server: Box<mysql::MySqlServer>,
     },
     /// SQL Server: every connection is a new session.
     Mssql {
@@ -172,7 +174,7 @@ impl Server {
         match self {
             Server::Sqlite { .. } => Ok(Connection::Sqlite(sqlite::SqliteConn::open_memory().await?)),
             Server::Postgres(s) => Ok(Connection::Postgres(s.open().await?)),
-            Server::MySql { server, .. } => Ok(Connection::MySql(server.open().await?)),
+            Server::MySql { server, .. } => Ok(Connection::MySql(Box::new(server.open().await?))),
             Server::Mssql { url, .. } => Ok(Connection::Mssql(Box::new(mssql::MssqlConn::connect(url).await?))),
         }
     }
@@ -248,7 +250,7 @@ pub async fn cockroach(url: &str) -> Result<Server, BackendError> {
 /// (`mariadb 10.11.6`, `mysql 8.4.3`), so a MariaDB passing as `mysql` shows.
 pub async fn mysql(url: &str) -> Result<Server, BackendError> {
     let (version, server) = mysql::connect(url).await?;
-    Ok(Server::MySql { version, server })
+    Ok(Server::MySql { version, server: Box::new(server) })
 }
 
 /// Reaches SQL Server at `url`, `mssql://user:password@host:port/database`

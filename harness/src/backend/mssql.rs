@@ -1,16 +1,15 @@
-//! SQL Server through tiberius (TDS 7.3, no TLS).
+//! SQL Server through tiberius (TDS 7.3, TLS through rustls).
 //!
-//! `REAPCHECK_MSSQL_URL` is a URL, `mssql://user:password@host:port/database`
+//! `REAPCHECK_MSSQL_URL` is a URL,
+//! `mssql://user:password@host:port/database?encrypt=true&trustServerCertificate=false`
 //! (SQL Server authentication; port 1433 and database `master` when left
 //! out; characters such as `@ : / %` in the user or password percent-encoded).
 //! ADO connection strings are not accepted: one form, parsed here, keeps the
 //! password out of every message and `Debug` output.
 //!
-//! tiberius is built without a TLS backend, so the connection asks for no
-//! encryption (`EncryptionLevel::NotSupported`): the login, password
-//! included, and all traffic cross the network in clear. That suits a test
-//! server on this machine or a private network; a server that forces
-//! encryption refuses the login.
+//! The connection is encrypted unless the URL says `encrypt=false`, and
+//! even then when the server requires it; the options are read by
+//! [`super::tls::MssqlTls`], which says what each does.
 //!
 //! Values are bound with their types: text as `nvarchar`, integers as
 //! `bigint`, instants as `datetime2` (a chrono `NaiveDateTime` holding UTC),
@@ -31,13 +30,15 @@ use std::fmt;
 use std::time::Duration;
 
 use chrono::{Datelike, NaiveDateTime};
-use tiberius::{AuthMethod, Client, ColumnData, Config, EncryptionLevel, FromSql, IntoSql, Query, Row};
+use tiberius::{AuthMethod, Client, ColumnData, Config, FromSql, IntoSql, Query, Row};
 use tokio::net::TcpStream;
 use tokio_util::compat::{Compat, TokioAsyncWriteCompatExt};
 
 use super::error::{BackendError, BackendErrorKind};
 use super::instants::InstantEncoding;
 use super::numeric;
+use super::retry;
+use super::tls::MssqlTls;
 use crate::dialect::contract::Column;
 use crate::engine::{Kind, Value};
 use crate::time::Instant;
@@ -54,7 +55,8 @@ const DEFAULT_PORT: u16 = 1433;
 const DEFAULT_DATABASE: &str = "master";
 
 /// The form the URL must take, for messages.
-const URL_FORM: &str = "write mssql://user:password@host:port/database";
+const URL_FORM: &str =
+    "write mssql://user:password@host:port/database, optionally with ?encrypt=false or ?trustServerCertificate=true";
 
 /// Sent once per connection, as a plain batch so that it lasts. NOCOUNT OFF:
 /// row counts are the result of every guarded UPDATE. IMPLICIT_TRANSACTIONS
@@ -76,6 +78,8 @@ pub struct MssqlUrl {
     /// The SQL Server login.
     pub user: String,
     password: String,
+    /// Encryption and certificate checks, from the URL's options.
+    pub tls: MssqlTls,
 }
 
 impl fmt::Debug for MssqlUrl {
@@ -86,6 +90,7 @@ impl fmt::Debug for MssqlUrl {
             .field("database", &self.database)
             .field("user", &self.user)
             .field("password", &"***")
+            .field("tls", &self.tls)
             .finish()
     }
 }
@@ -99,9 +104,11 @@ impl MssqlUrl {
             // The scheme is not quoted: in `user:password@host` it is the user.
             return Err(url_error(format!("the url must start with mssql://; {URL_FORM}")));
         }
-        if url.query().is_some() || url.fragment().is_some() {
-            return Err(url_error(format!("the url takes no `?` options or `#` fragment; {URL_FORM}")));
+        if url.fragment().is_some() {
+            return Err(url_error(format!("the url takes no `#` fragment; {URL_FORM}")));
         }
+        let pairs: Vec<(String, String)> = url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
+        let tls = MssqlTls::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()))).map_err(url_error)?;
         let user = percent_decode(url.username(), "user")?;
         let password = percent_decode(url.password().unwrap_or_default(), "password")?;
         if user.is_empty() || password.is_empty() {
@@ -113,19 +120,21 @@ impl MssqlUrl {
             database: database(&url)?,
             user,
             password,
+            tls,
         })
     }
 
-    /// The tiberius settings for this server: SQL Server authentication, no
-    /// encryption. (tiberius bounds the handshake at 15 s by itself; the
-    /// caller's tighter bound covers the whole attempt.)
+    /// The tiberius settings for this server: SQL Server authentication,
+    /// encryption as the URL's options say. (tiberius bounds the handshake
+    /// at 15 s by itself; the caller's tighter bound covers the whole
+    /// attempt.)
     fn config(&self) -> Config {
         let mut config = Config::new();
         config.host(&self.host);
         config.port(self.port);
         config.database(&self.database);
         config.authentication(AuthMethod::sql_server(&self.user, &self.password));
-        config.encryption(EncryptionLevel::NotSupported);
+        self.tls.apply(&mut config);
         config.application_name("reapcheck");
         config
     }
@@ -204,7 +213,14 @@ impl MssqlConn {
             // Requests are small and answered one at a time: do not let
             // Nagle's algorithm hold them back.
             tcp.set_nodelay(true).map_err(|e| BackendError::new(BackendErrorKind::Connection, e.to_string()))?;
-            let client = Client::connect(url.config(), tcp.compat_write()).await.map_err(error)?;
+            let client = Client::connect(url.config(), tcp.compat_write()).await.map_err(|e| {
+                let tls_failed = matches!(e, tiberius::error::Error::Tls(_));
+                let mut e = error(e);
+                if tls_failed {
+                    e.message.push_str(url.tls.hint());
+                }
+                e
+            })?;
             let mut conn = MssqlConn { client, instants: InstantEncoding::default() };
             conn.batch(SESSION_SETTINGS).await?;
             Ok(conn)
@@ -222,19 +238,28 @@ impl MssqlConn {
         })
     }
 
-    /// Runs a plain batch (no parameters) and returns every result set.
+    /// Runs a plain batch (no parameters) and returns every result set;
+    /// a lock race ([`retry::mssql_transient`]: 1807 while another
+    /// `CREATE DATABASE` copies `model`, 3702 or 5061 while a drop waits for
+    /// a session) runs it again after a short wait, a bounded number of times.
     async fn batch(&mut self, sql: &str) -> Result<Vec<Vec<Row>>, BackendError> {
-        self.client.simple_query(sql).await.map_err(error)?.into_results().await.map_err(error)
+        let client = &mut self.client;
+        retry::retrying(retry::mssql_transient, async || client.simple_query(sql).await?.into_results().await)
+            .await
+            .map_err(error)
     }
 
-    /// Runs one command; returns the rows it changed.
+    /// Runs one command; returns the rows it changed (retried as
+    /// [`MssqlConn::batch`] says).
     pub async fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, BackendError> {
         if sent_as_batch(params) {
             let results = self.batch(&with_row_count(sql)).await?;
             return row_count(&results);
         }
-        let query = bound(sql, params)?;
-        Ok(query.execute(&mut self.client).await.map_err(error)?.total())
+        let values = values(params)?;
+        let client = &mut self.client;
+        let done = retry::retrying(retry::mssql_transient, async || query_of(sql, &values).execute(client).await).await;
+        Ok(done.map_err(error)?.total())
     }
 
     /// Runs one query and decodes its rows as `columns` declare.
@@ -302,11 +327,21 @@ fn row_count(results: &[Vec<Row>]) -> Result<u64, BackendError> {
 
 /// `sql` with `params` bound in order (`@P1`, `@P2`, ...).
 fn bound(sql: &str, params: &[Value]) -> Result<Query<'static>, BackendError> {
+    Ok(query_of(sql, &values(params)?))
+}
+
+/// What tiberius sends for each of `params`.
+fn values(params: &[Value]) -> Result<Vec<ColumnData<'static>>, BackendError> {
+    params.iter().map(column_data).collect()
+}
+
+/// `sql` with `values` bound to `@P1`, `@P2`, ...
+fn query_of(sql: &str, values: &[ColumnData<'static>]) -> Query<'static> {
     let mut query = Query::new(sql.to_owned());
-    for p in params {
-        query.bind(column_data(p)?);
+    for v in values {
+        query.bind(v.clone());
     }
-    Ok(query)
+    query
 }
 
 /// What tiberius sends for `value`.
@@ -531,8 +566,7 @@ mod tests {
 
     #[test]
     fn scans_use_the_floor_the_queue_filter_and_strict_comparisons() {
-        let filter =
-            "(:all_queues = 1 OR queue IN (SELECT value COLLATE Latin1_General_BIN2 FROM STRING_SPLIT(:queues, ',')))";
+        let filter = "(:all_queues = 1 OR CHARINDEX(N',' + queue + N',', N',' + :queues + N',' COLLATE Latin1_General_BIN2) > 0)";
         assert!(sql("reap_scan").contains("COALESCE(heartbeat_at, updated_at) < DATEADD(second, -30, :now)"));
         assert!(sql("legacy_reap_scan").contains("updated_at < DATEADD(second, -30, :now)"));
         for scan in ["reap_scan", "legacy_reap_scan"] {
@@ -561,9 +595,7 @@ mod tests {
     #[test]
     fn lease_acquire_inserts_only_when_absent() {
         let acquire = sql("lease_acquire");
-        assert!(
-            acquire.contains("WHERE NOT EXISTS (SELECT 1 FROM job_leases WITH (UPDLOCK, HOLDLOCK) WHERE name = :name)")
-        );
+        assert!(acquire.contains("WHERE NOT EXISTS (SELECT 1 FROM job_leases WITH (UPDLOCK, HOLDLOCK)"));
     }
 
     #[test]
@@ -633,7 +665,9 @@ mod tests {
             format!("mssql://sa:{PASSWORD}@/master"),
             format!("postgres://sa:{PASSWORD}@localhost/master"),
             format!("mssql://sa:{PASSWORD}@localhost:99999/master"),
-            format!("mssql://sa:{PASSWORD}@localhost:1433/master?encrypt=true"),
+            format!("mssql://sa:{PASSWORD}@localhost:1433/master?encrypt=maybe"),
+            format!("mssql://sa:{PASSWORD}@localhost:1433/master?sslmode=require"),
+            format!("mssql://sa:{PASSWORD}@localhost:1433/master#top"),
             format!("mssql://sa:{PASSWORD}%zz@localhost/master"),
             format!("mssql://sa:{PASSWORD}@localhost/a/b"),
             format!("sa:{PASSWORD}@localhost"),
@@ -644,6 +678,17 @@ mod tests {
             assert!(e.message.starts_with("invalid REAPCHECK_MSSQL_URL: "), "{}", e.message);
             assert!(!e.message.contains(PASSWORD) && !format!("{e:?}").contains(PASSWORD), "{}", e.message);
         }
+    }
+
+    #[test]
+    fn tls_options_are_read_from_the_url() {
+        use super::super::tls::MssqlTrust;
+        assert_eq!(url_to("h", 1).tls, MssqlTls::default(), "encrypted and verified by default");
+        let u = MssqlUrl::parse("mssql://sa:pw@h/db?encrypt=false&trustServerCertificate=true").unwrap();
+        assert!(u.tls.plaintext);
+        assert_eq!((u.tls.trust, u.database.as_str()), (MssqlTrust::Any, "db"));
+        let u = MssqlUrl::parse("mssql://sa:pw@h?TrustServerCertificateCA=%2Fetc%2Fca.pem").unwrap();
+        assert_eq!(u.tls.trust, MssqlTrust::CaFile("/etc/ca.pem".into()));
     }
 
     #[test]
@@ -839,6 +884,76 @@ mod tests {
         assert_eq!(e.kind, BackendErrorKind::Connection);
         assert!(e.message.contains("no answer within 300ms"), "{}", e.message);
         assert!(!e.message.contains(PASSWORD), "{}", e.message);
+    }
+
+    /// What a stand-in SQL Server saw of one client that connected to it.
+    #[derive(Debug)]
+    struct Seen {
+        /// The ENCRYPTION option of the client's PRELOGIN.
+        asked: u8,
+        /// Type and first payload byte of each packet after the PRELOGIN.
+        then: Vec<(u8, u8)>,
+    }
+
+    /// A stand-in SQL Server on a free port that answers the PRELOGIN with
+    /// ENCRYPT_REQ (it requires encryption) and records the packets that
+    /// follow, until the client gives up.
+    async fn requiring_server() -> (u16, tokio::task::JoinHandle<Seen>) {
+        use tokio::io::AsyncReadExt;
+        use tokio::io::AsyncWriteExt;
+        async fn packet(s: &mut tokio::net::TcpStream) -> Option<(u8, Vec<u8>)> {
+            let mut header = [0u8; 8];
+            s.read_exact(&mut header).await.ok()?;
+            let len = usize::from(u16::from_be_bytes([header[2], header[3]]));
+            let mut payload = vec![0u8; len.checked_sub(8)?];
+            s.read_exact(&mut payload).await.ok()?;
+            Some((header[0], payload))
+        }
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let serve = tokio::spawn(async move {
+            let (mut s, _) = listener.accept().await.unwrap();
+            let (kind, prelogin) = packet(&mut s).await.expect("a prelogin packet");
+            assert_eq!(kind, 0x12, "the first packet is a PRELOGIN");
+            // The option table: (token, offset, length) until 0xff.
+            let asked = prelogin
+                .chunks(5)
+                .take_while(|o| o[0] != 0xff)
+                .find(|o| o[0] == 1)
+                .map(|o| prelogin[usize::from(u16::from_be_bytes([o[1], o[2]]))])
+                .expect("an ENCRYPTION option");
+            // VERSION (6 bytes) and ENCRYPTION = 3, ENCRYPT_REQ.
+            let body = [0u8, 0, 11, 0, 6, 1, 0, 17, 0, 1, 0xff, 16, 0, 0x10, 0, 0, 0, 3];
+            let mut reply = vec![0x04, 0x01, 0, 8 + body.len() as u8, 0, 0, 1, 0];
+            reply.extend_from_slice(&body);
+            s.write_all(&reply).await.unwrap();
+            let mut then = Vec::new();
+            while let Ok(Some((kind, payload))) = tokio::time::timeout(Duration::from_secs(2), packet(&mut s)).await {
+                then.push((kind, payload.first().copied().unwrap_or_default()));
+                if then.len() == 4 {
+                    break;
+                }
+            }
+            Seen { asked, then }
+        });
+        (port, serve)
+    }
+
+    #[tokio::test]
+    async fn a_server_that_requires_encryption_gets_tls_before_any_login() {
+        for options in ["", "?encrypt=false"] {
+            let (port, seen) = requiring_server().await;
+            let url = MssqlUrl::parse(&format!("mssql://sa:{PASSWORD}@127.0.0.1:{port}/master{options}")).unwrap();
+            let connected = MssqlConn::connect_within(&url, Duration::from_secs(3)).await;
+            let seen = seen.await.unwrap();
+            assert!(connected.is_err(), "{options}: the stand-in cannot finish a handshake");
+            // 0x10 would be a LOGIN7 packet, the password in it.
+            assert!(!seen.then.iter().any(|(kind, _)| *kind == 0x10), "{options}: a login in clear: {seen:?}");
+            // A TLS handshake record (0x16) inside a PRELOGIN packet.
+            assert_eq!(seen.then.first(), Some(&(0x12, 0x16)), "{options}: {seen:?}");
+            // ENCRYPT_REQ by default; ENCRYPT_NOT_SUP under encrypt=false.
+            assert_eq!(seen.asked, if options.is_empty() { 3 } else { 2 }, "{options}");
+        }
     }
 
     // Scenarios, model against database.

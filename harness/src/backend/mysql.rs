@@ -24,7 +24,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use chrono::NaiveDateTime;
-use sqlx::mysql::{MySqlArguments, MySqlConnectOptions, MySqlRow};
+use sqlx::mysql::{MySqlArguments, MySqlConnectOptions, MySqlDatabaseError, MySqlRow};
 use sqlx::{Arguments, Column as _, ConnectOptions, Connection as _, MySqlConnection, Row, TypeInfo as _};
 
 use super::error::{BackendError, BackendErrorKind};
@@ -33,6 +33,14 @@ use super::numeric;
 use crate::dialect::contract::Column;
 use crate::engine::{Kind, Value};
 use crate::time::Instant;
+
+/// MySQL's and MariaDB's error number for `Unknown or incorrect time zone`.
+const UNKNOWN_TIME_ZONE: u16 = 1298;
+
+/// The error of a named time zone on a server without time zone tables.
+pub const NO_ZONE_TABLES: &str = "the server has no time zone tables, so it knows no named time zone: load them with \
+    `sh ci/mysql-timezones.sh` (MariaDB: `mariadb-tzinfo-to-sql /usr/share/zoneinfo | mariadb -u root mysql`; \
+    Oracle MySQL: `mysql_tzinfo_to_sql /usr/share/zoneinfo | mysql -u root mysql`)";
 
 /// How long connecting, and the login after it, may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -44,12 +52,17 @@ pub struct MySqlServer {
     options: MySqlConnectOptions,
     secret: Secret,
     timeout: Duration,
+    /// Whether the server knows named time zones (`false`: its time zone
+    /// tables are empty), probed once when the server is reached.
+    zone_tables: bool,
 }
 
 /// One connection, private to one scenario run.
 pub struct MySqlConn {
     conn: MySqlConnection,
     secret: Secret,
+    /// See [`MySqlServer`]'s field.
+    zone_tables: bool,
     /// How instants are bound; `NaiveUtc` is the same as `Native` here.
     pub(super) instants: InstantEncoding,
 }
@@ -93,11 +106,21 @@ pub async fn connect(url: &str) -> Result<(String, MySqlServer), BackendError> {
 async fn connect_within(url: &str, timeout: Duration) -> Result<(String, MySqlServer), BackendError> {
     let secret = Secret::of(url);
     let options = MySqlConnectOptions::from_str(url).map_err(|e| secret.error(e))?;
-    let server = MySqlServer { options, secret, timeout };
-    let mut conn = server.open().await?;
-    let version = tokio::time::timeout(timeout, conn.version()).await;
+    let mut server = MySqlServer { options, secret, timeout, zone_tables: true };
+    let mut conn = match server.open().await {
+        Ok(conn) => conn,
+        Err(e) => {
+            let explained = super::tls::explain_mysql_refusal(e, &server.options, timeout).await;
+            return Err(server.secret.scrub_error(explained));
+        }
+    };
+    let probed = tokio::time::timeout(timeout, async {
+        Ok::<_, BackendError>((conn.version().await?, conn.zone_tables().await?))
+    })
+    .await;
     conn.close().await;
-    let version = version.map_err(|_| silent(timeout))??;
+    let (version, zone_tables) = probed.map_err(|_| silent(timeout))??;
+    server.zone_tables = zone_tables;
     Ok((product_version(&version), server))
 }
 
@@ -128,7 +151,12 @@ impl MySqlServer {
             Ok(result) => result.map_err(|e| self.secret.error(e))?,
             Err(_) => return Err(silent(self.timeout)),
         };
-        Ok(MySqlConn { conn, secret: self.secret.clone(), instants: InstantEncoding::default() })
+        Ok(MySqlConn {
+            conn,
+            secret: self.secret.clone(),
+            zone_tables: self.zone_tables,
+            instants: InstantEncoding::default(),
+        })
     }
 }
 
@@ -138,6 +166,28 @@ impl MySqlConn {
         // A trivial probe, the one SQL text not taken from a dialect file.
         let row = sqlx::query("SELECT VERSION()").fetch_one(&mut self.conn).await.map_err(|e| self.secret.error(e))?;
         row.try_get(0).map_err(|e| self.secret.error(e))
+    }
+
+    /// Whether the server converts to a named zone: `CONVERT_TZ` gives NULL
+    /// for a zone it does not know, which is every name when its time zone
+    /// tables are empty (MariaDB's and MySQL's state after a plain install).
+    async fn zone_tables(&mut self) -> Result<bool, BackendError> {
+        // A probe of the server, not of a dialect: run once per target,
+        // before any dialect SQL, like the version probe.
+        let probe = "SELECT CONVERT_TZ('2026-01-01 00:00:00', 'UTC', 'Europe/London') IS NOT NULL";
+        let row = sqlx::query(probe).fetch_one(&mut self.conn).await.map_err(|e| self.secret.error(e))?;
+        let known: i64 = row.try_get(0).map_err(|e| self.secret.error(e))?;
+        Ok(known == 1)
+    }
+
+    /// A failed statement as a backend error: error 1298 (unknown time
+    /// zone) on a server without time zone tables says how to load them.
+    fn failure(&self, e: sqlx::Error) -> BackendError {
+        let number = e.as_database_error().and_then(|d| d.try_downcast_ref::<MySqlDatabaseError>()).map(|d| d.number());
+        if number == Some(UNKNOWN_TIME_ZONE) && !self.zone_tables {
+            return BackendError::new(BackendErrorKind::Database, NO_ZONE_TABLES);
+        }
+        self.secret.error(e)
     }
 
     /// Runs one command; returns the rows it changed (for an UPDATE, the
@@ -153,7 +203,7 @@ impl MySqlConn {
             let args = arguments(params)?;
             sqlx::query_with(sqlx::AssertSqlSafe(sql), args).execute(&mut self.conn).await
         };
-        Ok(done.map_err(|e| self.secret.error(e))?.rows_affected())
+        Ok(done.map_err(|e| self.failure(e))?.rows_affected())
     }
 
     /// Runs one query and decodes its rows as `columns` declare.
@@ -167,7 +217,7 @@ impl MySqlConn {
         let rows = sqlx::query_with(sqlx::AssertSqlSafe(sql), args)
             .fetch_all(&mut self.conn)
             .await
-            .map_err(|e| self.secret.error(e))?;
+            .map_err(|e| self.failure(e))?;
         rows.iter().map(|r| decode(r, columns).map_err(|e| self.secret.scrub_error(e))).collect()
     }
 
@@ -249,7 +299,7 @@ mod tests {
     //! as ignored, with that reason, when the variable was not set at build
     //! time (build.rs), so a test that checked nothing never passes.
     //! Named zones need the server's time zone tables:
-    //! `ci/mariadb-timezones.sh` loads them.
+    //! `ci/mysql-timezones.sh` loads them.
 
     use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -294,7 +344,7 @@ mod tests {
 
     /// A connection inside a new namespace, with the session in `zone`.
     async fn enter(server: &MySqlServer, dialect: &Dialect, zone: Option<&str>) -> (Connection, String) {
-        let mut conn = Connection::MySql(server.open().await.expect("open"));
+        let mut conn = Connection::MySql(Box::new(server.open().await.expect("open")));
         let ns = namespace();
         namespace_script(&mut conn, dialect, "create_namespace", &ns).await.expect("create_namespace");
         namespace_script(&mut conn, dialect, "enter_namespace", &ns).await.expect("enter_namespace");
@@ -303,7 +353,7 @@ mod tests {
             engine
                 .call(Call::SetTimeZone { zone: zone.to_owned() })
                 .await
-                .unwrap_or_else(|e| panic!("set_time_zone {zone}: {e} (named zones need ci/mariadb-timezones.sh)"));
+                .unwrap_or_else(|e| panic!("set_time_zone {zone}: {e} (named zones need ci/mysql-timezones.sh)"));
         }
         (conn, ns)
     }
@@ -485,7 +535,7 @@ mod tests {
         }
         let each = started.elapsed() / OPENS;
         println!("open + probe + close: {:.2} ms each over {OPENS}", each.as_secs_f64() * 1e3);
-        let mut conn = Connection::MySql(server.open().await.expect("open"));
+        let mut conn = Connection::MySql(Box::new(server.open().await.expect("open")));
         namespace_script(&mut conn, &dialect, "drop_namespace", &ns).await.expect("drop_namespace");
         conn.close().await;
     }

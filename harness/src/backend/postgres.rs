@@ -11,6 +11,10 @@
 //! are bound as `timestamp`, so a port whose columns are `timestamp` needs
 //! no cast and no session `TimeZone` enters its comparisons.
 //!
+//! A statement that fails with a serialization failure (SQLSTATE 40001,
+//! which CockroachDB raises whenever it cannot order two transactions) runs
+//! again after a short wait, at most five times in all (`retry.rs`).
+//!
 //! One backend serves both products. [`connect`] asks the server what it is
 //! (`SELECT version()`) and refuses a URL that reaches the other product, so
 //! that a `cockroach` run can never be reported from a PostgreSQL server or
@@ -48,6 +52,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::error::{BackendError, BackendErrorKind};
 use super::instants::InstantEncoding;
 use super::numeric;
+use super::retry;
 use crate::dialect::contract::Column;
 use crate::engine::{Kind, Value};
 use crate::redact;
@@ -130,7 +135,10 @@ pub async fn connect(url: &str, wanted: Product) -> Result<PgServer, BackendErro
 async fn connect_within(url: &str, wanted: Product, timeout: Duration) -> Result<PgServer, BackendError> {
     let hide = |e: BackendError| hide_password(e, url);
     let options = PgConnectOptions::from_str(url).map_err(|e| hide(e.into()))?;
-    let reported = probe_version(&options, timeout).await.map_err(hide)?;
+    let reported = match probe_version(&options, timeout).await {
+        Ok(reported) => reported,
+        Err(e) => return Err(hide(super::tls::explain_pg_refusal(e, &options, timeout).await)),
+    };
     let version = expect_product(&reported, wanted)?;
     Ok(PgServer {
         options,
@@ -314,10 +322,16 @@ impl PgConn {
         Ok(args)
     }
 
-    /// Runs one command; returns the rows it changed.
+    /// Runs one command; returns the rows it changed. A serialization
+    /// failure (40001) runs it again, a bounded number of times
+    /// ([`retry`]).
     pub async fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, BackendError> {
         let args = self.arguments(params)?;
-        let done = sqlx::query_with(sqlx::AssertSqlSafe(sql), args).execute(&mut *self.conn).await?;
+        let conn = &mut self.conn;
+        let done = retry::retrying(retry::pg_transient, async || {
+            sqlx::query_with(sqlx::AssertSqlSafe(sql), args.clone()).execute(&mut **conn).await
+        })
+        .await?;
         Ok(done.rows_affected())
     }
 
@@ -329,7 +343,11 @@ impl PgConn {
         columns: &[Column],
     ) -> Result<Vec<Vec<Value>>, BackendError> {
         let args = self.arguments(params)?;
-        let rows = sqlx::query_with(sqlx::AssertSqlSafe(sql), args).fetch_all(&mut *self.conn).await?;
+        let conn = &mut self.conn;
+        let rows = retry::retrying(retry::pg_transient, async || {
+            sqlx::query_with(sqlx::AssertSqlSafe(sql), args.clone()).fetch_all(&mut **conn).await
+        })
+        .await?;
         rows.iter().map(|r| decode(r, columns)).collect()
     }
 
@@ -672,6 +690,40 @@ mod tests {
 
     #[cfg_attr(not(live_postgres), ignore = "REAPCHECK_POSTGRES_URL was not set when the tests were built")]
     #[tokio::test]
+    async fn a_serialization_failure_is_retried_a_bounded_number_of_times() {
+        let Some(server) = server().await else { return };
+        in_namespace(&server, &dialect("postgres"), async |conn| {
+            // Test fixtures: `flaky(k)` fails with 40001 until it has run k
+            // times in all. The sequence counts runs: nextval survives the
+            // rollback of the statement that failed.
+            conn.execute("CREATE SEQUENCE runs", &[]).await.expect("created");
+            let flaky = "CREATE FUNCTION flaky(k bigint) RETURNS bigint LANGUAGE plpgsql AS $$ \
+                         DECLARE n bigint := nextval('runs'); BEGIN \
+                         IF n < k THEN RAISE EXCEPTION 'not yet' USING ERRCODE = 'serialization_failure'; END IF; \
+                         RETURN n; END $$";
+            conn.execute(flaky, &[]).await.expect("created");
+            let int = declared(&[Kind::Int]);
+            // A query passes on its second run, a command on its fifth.
+            let rows = conn.query("SELECT flaky(2)", &[], &int).await.expect("passes on its second run");
+            assert_eq!(rows, vec![vec![Value::Int(2)]]);
+            let changed = conn.execute("SELECT flaky(7)", &[]).await.expect("passes on its fifth run");
+            assert_eq!(changed, 1);
+            // Lasting: five runs, then the failure itself.
+            let e = conn.execute("SELECT flaky(1000)", &[]).await.expect_err("never passes");
+            assert_eq!(e.kind, BackendErrorKind::Database);
+            let runs = conn.query("SELECT last_value FROM runs", &[], &int).await.expect("read");
+            assert_eq!(runs, vec![vec![Value::Int(12)]], "7 runs, then 5 of the lasting one");
+            // Another failure is not retried.
+            let e = conn.execute("SELECT flaky(1) / 0", &[]).await.expect_err("division by zero");
+            assert_eq!(e.kind, BackendErrorKind::Database);
+            let runs = conn.query("SELECT last_value FROM runs", &[], &int).await.expect("read");
+            assert_eq!(runs, vec![vec![Value::Int(13)]], "one run");
+        })
+        .await;
+    }
+
+    #[cfg_attr(not(live_postgres), ignore = "REAPCHECK_POSTGRES_URL was not set when the tests were built")]
+    #[tokio::test]
     async fn naive_utc_binds_instants_as_timestamp() {
         let Some(server) = server().await else { return };
         let mut conn = server.open().await.expect("a connection opens");
@@ -937,12 +989,25 @@ expect:
     }
 
     /// The cockroach dialect with its tables in PostgreSQL's words: `STRING`,
-    /// which CockroachDB compares by its bytes, becomes `text COLLATE "C"`.
+    /// which CockroachDB compares by its bytes, becomes `text COLLATE "C"`;
+    /// the index declared inside CREATE TABLE becomes a CREATE INDEX; the
+    /// namespace (a database, entered with CockroachDB's `SET database`)
+    /// is PostgreSQL's schema.
     fn cockroach_in_postgres_words() -> Dialect {
         let cockroach = dialect("cockroach");
-        let types = |schema| cockroach.statement("schema", schema).sql.replace("STRING", "text COLLATE \"C\"");
+        let postgres = dialect("postgres");
+        let inline = ",\n    INDEX jobs_reap (status, queue)\n);";
+        let types = |schema| {
+            let sql = cockroach.statement("schema", schema).sql.replace("STRING", "text COLLATE \"C\"");
+            assert!(sql.contains(inline), "the index is declared inside CREATE TABLE jobs");
+            sql.replacen(inline, "\n);\nCREATE INDEX jobs_reap ON jobs (status, queue);", 1)
+        };
         let (standard, legacy) = (types(Schema::Standard), types(Schema::Legacy));
-        cockroach.with_sql("schema", standard).with_sql("legacy_schema", legacy)
+        let mut patched = cockroach.with_sql("schema", standard).with_sql("legacy_schema", legacy);
+        for script in ["create_namespace", "enter_namespace", "drop_namespace"] {
+            patched = patched.with_sql(script, postgres.statement(script, Schema::Standard).sql.clone());
+        }
+        patched
     }
 
     #[cfg_attr(not(live_postgres), ignore = "REAPCHECK_POSTGRES_URL was not set when the tests were built")]

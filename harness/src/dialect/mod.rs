@@ -5,6 +5,8 @@
 pub mod contract;
 mod error;
 mod load;
+#[cfg(test)]
+mod padding;
 pub mod profile;
 mod split;
 pub mod text;

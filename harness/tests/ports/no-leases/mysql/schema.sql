@@ -62,7 +62,7 @@ DROP DATABASE {namespace}
 -- name: set_time_zone
 -- Bound, not spliced into the text. Named zones (America/New_York) need the
 -- server's time zone tables, which a fresh MariaDB or MySQL does not have
--- loaded (ci/mariadb-timezones.sh loads them); offsets ('+05:30') always
+-- loaded (ci/mysql-timezones.sh loads them); offsets ('+05:30') always
 -- work. No statement depends on the zone: this proves it.
 SET time_zone = :zone
 
