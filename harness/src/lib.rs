@@ -20,6 +20,7 @@ pub mod fuzz;
 pub mod model;
 pub mod mutate;
 pub mod outcome;
+pub mod race;
 pub mod reach;
 pub mod redact;
 pub mod relax;
