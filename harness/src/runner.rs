@@ -345,7 +345,7 @@ pub async fn run_logged(
 }
 
 /// A namespace name no other run, in this process or another, is using.
-fn fresh_namespace() -> String {
+pub fn fresh_namespace() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let nanos = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());

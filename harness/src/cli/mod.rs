@@ -7,6 +7,7 @@ mod explain;
 mod fuzz;
 mod inputs;
 mod mutate;
+mod race;
 mod run;
 
 use std::path::PathBuf;
@@ -54,6 +55,9 @@ enum Command {
     /// Differential property testing: generated scenarios on the model and
     /// each target; a difference is shrunk and saved as a scenario file.
     Fuzz(fuzz::FuzzArgs),
+    /// Real concurrency on live servers: workers and reapers on their own
+    /// connections for a bounded time, every operation checked.
+    Race(race::RaceArgs),
 }
 
 /// Parses the arguments and runs the command.
@@ -66,5 +70,6 @@ pub fn main() -> ExitCode {
         Command::Mutate(args) => mutate::mutate(args),
         Command::Bench(args) => bench::bench(args),
         Command::Fuzz(args) => fuzz::fuzz(args),
+        Command::Race(args) => race::race(args),
     }
 }
