@@ -192,7 +192,10 @@ pub async fn sqlite() -> Result<Server, BackendError> {
 /// A connection to the SQLite database file `path` (created if missing), in
 /// WAL mode with a busy timeout of `busy_timeout`, so that several
 /// connections share one database: what `reapcheck race` uses for SQLite.
-pub async fn sqlite_file(path: &std::path::Path, busy_timeout: std::time::Duration) -> Result<Connection, BackendError> {
+pub async fn sqlite_file(
+    path: &std::path::Path,
+    busy_timeout: std::time::Duration,
+) -> Result<Connection, BackendError> {
     Ok(Connection::Sqlite(sqlite::SqliteConn::open_file(path, busy_timeout).await?))
 }
 

@@ -58,12 +58,20 @@ pub struct RaceArgs {
     /// built into reapcheck.
     #[arg(long)]
     dialects: Option<PathBuf>,
+    /// Write each target's history to `DIR/<target>.history`, one
+    /// operation a line in real-time order.
+    #[arg(long, value_name = "DIR")]
+    history: Option<PathBuf>,
 }
 
 impl RaceArgs {
     fn settings(&self, seed: u64) -> Result<Settings, String> {
         let within = |name: &str, v: i64, lo: i64, hi: i64| {
-            if (lo..=hi).contains(&v) { Ok(()) } else { Err(format!("--{name} {v} is out of range: give {lo} to {hi}")) }
+            if (lo..=hi).contains(&v) {
+                Ok(())
+            } else {
+                Err(format!("--{name} {v} is out of range: give {lo} to {hi}"))
+            }
         };
         if !(self.seconds > 0.0 && self.seconds <= 600.0) {
             return Err(format!("--seconds {} is out of range: give more than 0 and at most 600", self.seconds));
@@ -161,7 +169,8 @@ pub fn race(args: RaceArgs) -> ExitCode {
             }
         };
         let on = format!("{target} [{}]", server.version());
-        let ok = runtime.block_on(race_one(&on, &server, dialect, &settings));
+        let history = args.history.as_ref().map(|d| d.join(format!("{target}.history")));
+        let ok = runtime.block_on(race_one(&on, &server, dialect, &settings, history));
         runtime.block_on(server.close());
         if ok { passed += 1 } else { failed += 1 }
     }
@@ -174,7 +183,7 @@ pub fn race(args: RaceArgs) -> ExitCode {
 }
 
 /// Races one target and prints its line; true when it passed.
-async fn race_one(on: &str, server: &Server, dialect: &Dialect, settings: &Settings) -> bool {
+async fn race_one(on: &str, server: &Server, dialect: &Dialect, settings: &Settings, history: Option<PathBuf>) -> bool {
     let file = std::env::temp_dir().join(format!("reapcheck-race-{}-{}.db", std::process::id(), nanos()));
     let place = match server {
         Server::Sqlite { .. } => Place::SqliteFile(file.clone()),
@@ -191,6 +200,16 @@ async fn race_one(on: &str, server: &Server, dialect: &Dialect, settings: &Setti
             return false;
         }
     };
+    if let Some(path) = history {
+        let mut entries: Vec<_> = race.history.iter().collect();
+        entries.sort_by_key(|e| e.start);
+        let mut text: String = entries.iter().map(|e| format!("{e:?}\n")).collect();
+        text.extend(race.rows.iter().map(|r| format!("final {r:?}\n")));
+        let written = path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| std::fs::write(&path, text));
+        if let Err(e) = written {
+            println!("    cannot write {}: {e}", path.display());
+        }
+    }
     let checking = std::time::Instant::now();
     let violations = check::check(&race.history, &race.rows, &settings.expectations());
     let checked = checking.elapsed().as_secs_f64();

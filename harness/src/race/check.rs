@@ -34,9 +34,6 @@ impl JobWindows {
 pub struct Expectations {
     /// Every job the run inserted (all `pending`, 0 attempts), with its windows.
     pub jobs: BTreeMap<String, JobWindows>,
-    /// One reaper cycle: the poll interval plus the longest pause a reaper
-    /// takes between its scan and its apply.
-    pub poll: Duration,
 }
 
 /// The properties `reapcheck race` proves.
@@ -49,7 +46,8 @@ pub enum Rule {
     ReclaimedTwice,
     /// A job's final row is not what its history leaves.
     Lost,
-    /// A dead attempt outlived its window plus one reaper cycle.
+    /// A dead attempt outlived its window plus one poll: the reaper whose
+    /// scan first saw it expired polled again before it was reclaimed.
     Late,
     /// A worker's write was accepted after its attempt had ended.
     Fencing,
@@ -224,19 +222,24 @@ fn check_attempt(a: &Attempt, history: &[Entry], expected: &Expectations, out: &
             }
         }
     }
-    // A dead attempt ends within one reaper cycle of the first scan past its window.
+    // A dead attempt ends before the reaper whose scan first saw it past
+    // its window polls again. Judged by real-time order, not by `now`, so a
+    // reaper with a fast clock cannot excuse or blame another.
     let Some(died) = a.died else { return };
     let Some(windows) = expected.jobs.get(&a.job) else { return };
     let expiry = a.last_seen() + windows.window(!a.beats.is_empty());
     let last_activity = a.beats.iter().map(|b| b.end).chain([a.claim.end, died.start]).max().unwrap_or_default();
+    let is_scan = |e: &&Entry| matches!(e.res, Res::Scanned(_)) && matches!(e.op, Op::Scan { .. });
     let first_scan = history
         .iter()
-        .filter(|e| e.start > last_activity && matches!(e.res, Res::Scanned(_)))
-        .filter(|e| matches!(e.op, Op::Scan { now } if now > expiry))
+        .filter(is_scan)
+        .filter(|e| e.start > last_activity && e.op.now().is_some_and(|now| now > expiry))
         .min_by_key(|e| e.start);
     let Some(scan) = first_scan else { return };
-    let deadline = scan.op.now().expect("a scan binds now") + expected.poll;
-    let ended_in_time = first_end.and_then(|e| e.op.now()).is_some_and(|t| t <= deadline);
+    let next_poll =
+        history.iter().filter(is_scan).filter(|e| e.task == scan.task && e.start > scan.end).min_by_key(|e| e.start);
+    let Some(next_poll) = next_poll else { return };
+    let ended_in_time = first_end.is_some_and(|e| e.end < next_poll.start);
     if !ended_in_time {
         let how = match first_end {
             Some(e) => format!("it ended only with {}", describe(e)),
@@ -245,9 +248,11 @@ fn check_attempt(a: &Attempt, history: &[Entry], expected: &Expectations, out: &
         out.push(violation(
             Rule::Late,
             format!(
-                "attempt {} died; its window ran out at {expiry}, {} saw it expired, so it was due by {deadline}; {how}",
+                "attempt {} died; its window ran out at {expiry}, {} saw it expired, and the same reaper polled again \
+                 ({}) before it was reclaimed; {how}",
                 a.number,
-                describe(scan)
+                describe(scan),
+                describe(next_poll)
             ),
         ));
     }
@@ -383,7 +388,7 @@ mod tests {
 
     fn expectations() -> Expectations {
         let jobs = [("a".to_owned(), JobWindows { grace: 30, claim_window: 90 })].into();
-        Expectations { jobs, poll: Duration::from_secs(5) }
+        Expectations { jobs }
     }
 
     fn rules(h: &H, rows: &[JobState]) -> Vec<Rule> {
@@ -446,26 +451,33 @@ mod tests {
 
     #[test]
     fn a_death_left_past_its_window_and_one_poll_is_late() {
-        let mut h = H::default();
-        // Expired at 40; the scan at 41 missed it and nothing reclaimed it.
-        h.claim(0, "t1", 0).beat(0, "t1", 10, 1).die(0, "t1").scan(0, 41, &[]);
+        let dead = || {
+            let mut h = H::default();
+            h.claim(0, "t1", 0).beat(0, "t1", 10, 1).die(0, "t1");
+            h
+        };
+        // Expired at 40: the scan at 41 missed it, and its reaper polled again.
+        let mut h = dead();
+        h.scan(0, 41, &[]).scan(0, 46, &[1]);
         assert_eq!(rules(&h, &row(Status::Processing, 1, Some("t1"))), vec![Rule::Late]);
-        // Reclaimed one poll later is in time; two polls later is not.
-        let mut ok = H::default();
-        ok.claim(0, "t1", 0).beat(0, "t1", 10, 1).die(0, "t1").scan(0, 41, &[]).scan(1, 46, &[1]).reap(1, 1, 46, 30, 1);
+        // Reclaimed by that poll's apply, or by another reaper, in time.
+        let mut ok = dead();
+        ok.scan(0, 41, &[1]).reap(0, 1, 41, 30, 1).scan(0, 46, &[]);
         assert_eq!(rules(&ok, &row(Status::Pending, 1, None)), vec![]);
-        let mut late = H::default();
-        late.claim(0, "t1", 0)
-            .beat(0, "t1", 10, 1)
-            .die(0, "t1")
-            .scan(0, 41, &[])
-            .scan(1, 47, &[1])
-            .reap(1, 1, 47, 30, 1);
+        let mut other = dead();
+        other.scan(0, 41, &[1]).reap(1, 1, 43, 30, 1).reap(0, 1, 41, 30, 0).scan(0, 46, &[]);
+        assert_eq!(rules(&other, &row(Status::Pending, 1, None)), vec![]);
+        // Only after the next poll: late, whatever the reap's clock said.
+        let mut late = dead();
+        late.scan(0, 41, &[]).scan(0, 46, &[1]).reap(0, 1, 46, 30, 1);
         assert_eq!(rules(&late, &row(Status::Pending, 1, None)), vec![Rule::Late]);
-        // Before any scan past the window nothing is owed.
-        let mut early = H::default();
-        early.claim(0, "t1", 0).die(0, "t1").scan(0, 41, &[]);
+        // Before any scan past the window nothing is owed, nor before its reaper polls again.
+        let mut early = dead();
+        early.scan(0, 39, &[]).scan(0, 44, &[]);
         assert_eq!(rules(&early, &row(Status::Processing, 1, Some("t1"))), vec![]);
+        let mut last = dead();
+        last.scan(0, 41, &[1]);
+        assert_eq!(rules(&last, &row(Status::Processing, 1, Some("t1"))), vec![]);
     }
 
     #[test]

@@ -15,7 +15,8 @@ pub mod workload;
 /// race creates tables and hammers them for its whole bound, so it never
 /// runs against a server elsewhere. The message shows no credential.
 pub fn loopback_only(url: &str) -> Result<(), String> {
-    let refuse = |why: String| Err(format!("{why}; `race` runs only on a server on this machine (127.0.0.1, ::1 or localhost)"));
+    let refuse =
+        |why: String| Err(format!("{why}; `race` runs only on a server on this machine (127.0.0.1, ::1 or localhost)"));
     let parsed = match url::Url::parse(url) {
         Ok(u) => u,
         Err(e) => return refuse(format!("cannot read the host of {}: {e}", crate::redact::url(url))),
@@ -42,10 +43,16 @@ mod tests {
 
     #[test]
     fn only_loopback_hosts_are_accepted() {
-        for ok in ["postgres://u@127.0.0.1:5432/t", "mysql://root@localhost/t", "postgres://u@[::1]/t", "postgres://u@127.8.0.1/t"] {
+        for ok in [
+            "postgres://u@127.0.0.1:5432/t",
+            "mysql://root@localhost/t",
+            "postgres://u@[::1]/t",
+            "postgres://u@127.8.0.1/t",
+        ] {
             assert_eq!(loopback_only(ok), Ok(()), "{ok}");
         }
-        for far in ["postgres://u:hunter2@db.example:5432/t", "mysql://root@10.0.0.5/t", "postgres://u@[2001:db8::1]/t"] {
+        for far in ["postgres://u:hunter2@db.example:5432/t", "mysql://root@10.0.0.5/t", "postgres://u@[2001:db8::1]/t"]
+        {
             let e = loopback_only(far).unwrap_err();
             assert!(e.contains("not a loopback address") && !e.contains("hunter2"), "{e}");
         }

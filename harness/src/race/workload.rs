@@ -70,7 +70,7 @@ impl Settings {
     pub fn expectations(&self) -> Expectations {
         let windows = JobWindows { grace: GRACE, claim_window: rules::claim_window(TIMEOUT) };
         let jobs = (0..self.jobs).map(|i| (job_id(i), windows)).collect();
-        Expectations { jobs, poll: Duration::from_secs(self.poll + self.apply_delay) }
+        Expectations { jobs }
     }
 }
 
@@ -197,7 +197,8 @@ async fn race_in(
         };
         let clock = Clock { offset, ..clock };
         let rng = Rng::new(settings.seed ^ (u64::from(i) + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15));
-        let mut me = Actor { shared: &shared, task, clock, rng, engine: SqlEngine::new(dialect, Schema::Standard, conn) };
+        let mut me =
+            Actor { shared: &shared, task, clock, rng, engine: SqlEngine::new(dialect, Schema::Standard, conn) };
         tasks.push(async move {
             match task {
                 Task::Worker(_) => me.work().await,
@@ -436,10 +437,8 @@ impl Actor<'_> {
 
     async fn beat(&mut self, id: &str, token: &str) -> Res {
         let (id, token) = (id.to_owned(), token.to_owned());
-        self.record(|now| {
-            (Op::Beat { job: id.clone(), token: token.clone(), now }, Call::Heartbeat { id, token, now })
-        })
-        .await
+        self.record(|now| (Op::Beat { job: id.clone(), token: token.clone(), now }, Call::Heartbeat { id, token, now }))
+            .await
     }
 
     async fn complete(&mut self, id: &str, token: &str) -> Res {
@@ -496,7 +495,11 @@ impl Actor<'_> {
                 let (_, class) = class_of(&row.job);
                 let claim_window = rules::claim_window(rules::row_timeout(Some(TIMEOUT), rules::poll_timeout(None)));
                 let window = rules::window(row.has_beat, class.grace(GRACE), claim_window);
-                let guard = ReapGuard { id: row.job.clone(), attempts: row.attempts, cutoff: now + Duration::from_secs(-window) };
+                let guard = ReapGuard {
+                    id: row.job.clone(),
+                    attempts: row.attempts,
+                    cutoff: now + Duration::from_secs(-window),
+                };
                 let (kind, call) = match rules::reap_action(&class, row.attempts, MAX_RETRIES) {
                     ReapAction::Interrupt => (ReapKind::Interrupt, Call::ReapInterrupt { guard: guard.clone(), now }),
                     ReapAction::Fail => (ReapKind::Fail, Call::ReapFail { guard: guard.clone(), now }),
