@@ -29,20 +29,21 @@ pub struct RaceArgs {
     #[arg(long, default_value_t = 10.0)]
     seconds: f64,
     /// Worker tasks, each on its own connection (1 to 64).
-    #[arg(long, default_value_t = 4)]
+    #[arg(long, default_value_t = 8)]
     workers: u32,
     /// Reaper tasks, each on its own connection (1 to 16).
     #[arg(long, default_value_t = 3)]
     reapers: u32,
-    /// Jobs inserted at the start (1 to 10000); default three per worker.
+    /// Jobs inserted at the start (1 to 10000); default 16 per worker, so
+    /// that jobs finished for good do not starve the workers.
     #[arg(long)]
     jobs: Option<u32>,
     /// Seed of the tasks' choices; without it one is drawn and printed.
     #[arg(long)]
     seed: Option<u64>,
-    /// Clock seconds per real second (1 to 1000): at 20 the 30-second
-    /// grace passes in 1.5 real seconds.
-    #[arg(long, default_value_t = 20)]
+    /// Clock seconds per real second (1 to 1000): at 40 the 30-second
+    /// grace passes in 0.75 real seconds.
+    #[arg(long, default_value_t = 40)]
     scale: u32,
     /// Each reaper polls every this many clock seconds (1 to 300).
     #[arg(long, default_value_t = 5)]
@@ -78,7 +79,7 @@ impl RaceArgs {
         }
         within("workers", self.workers.into(), 1, 64)?;
         within("reapers", self.reapers.into(), 1, 16)?;
-        let jobs = self.jobs.unwrap_or(self.workers * 3);
+        let jobs = self.jobs.unwrap_or(self.workers.saturating_mul(16));
         within("jobs", jobs.into(), 1, 10_000)?;
         within("scale", self.scale.into(), 1, 1000)?;
         within("poll", self.poll, 1, 300)?;

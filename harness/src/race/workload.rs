@@ -5,8 +5,8 @@
 //! Time: each task binds as `:now` its own clock, `origin + elapsed *
 //! scale + offset`, read from the real monotonic clock when the operation
 //! starts and truncated to the dialect's `time_resolution`. `origin` is the
-//! wall clock when the race started; `scale` (default 20) makes a 30 s
-//! grace pass in 1.5 real seconds, so a short race sees many deaths and
+//! wall clock when the race started; `scale` (default 40) makes a 30 s
+//! grace pass in 0.75 real seconds, so a short race sees many deaths and
 //! reclaims (with `scale` 1 the bound instants are the wall clock itself).
 //! All durations below are in the spec's seconds, the clock's units.
 
