@@ -181,7 +181,8 @@ fn a_server_elsewhere_is_refused_without_its_password() {
 
 #[test]
 fn out_of_range_bounds_are_refused() {
-    for args in [["--seconds", "0"], ["--seconds", "601"], ["--workers", "0"], ["--reapers", "99"]] {
+    for args in [["--seconds", "0"], ["--seconds", "601"], ["--workers", "0"], ["--reapers", "99"], ["--workers", "30"]]
+    {
         let mut all = vec!["race"];
         all.extend_from_slice(&args);
         let o = reapcheck(&all, &[]);

@@ -28,7 +28,8 @@ pub struct RaceArgs {
     /// Real seconds each target races (at most 600).
     #[arg(long, default_value_t = 10.0)]
     seconds: f64,
-    /// Worker tasks, each on its own connection (1 to 64).
+    /// Worker tasks, each on its own connection (1 to 64; with the reapers
+    /// at most 31).
     #[arg(long, default_value_t = 8)]
     workers: u32,
     /// Reaper tasks, each on its own connection (1 to 16).
@@ -79,6 +80,14 @@ impl RaceArgs {
         }
         within("workers", self.workers.into(), 1, 64)?;
         within("reapers", self.reapers.into(), 1, 16)?;
+        // One connection per task plus one for setup and read-back; the
+        // PostgreSQL backend's pool opens at most 32.
+        if self.workers + self.reapers > 31 {
+            return Err(format!(
+                "--workers {} plus --reapers {} is out of range: each task holds a connection, give at most 31 together",
+                self.workers, self.reapers
+            ));
+        }
         let jobs = self.jobs.unwrap_or(self.workers.saturating_mul(16));
         within("jobs", jobs.into(), 1, 10_000)?;
         within("scale", self.scale.into(), 1, 1000)?;
