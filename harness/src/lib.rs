@@ -24,6 +24,7 @@ pub mod mutate;
 pub mod namespace;
 pub mod outcome;
 pub mod progress;
+pub mod race;
 pub mod reach;
 pub mod redact;
 pub mod relax;

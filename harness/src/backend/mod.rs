@@ -234,6 +234,16 @@ pub async fn sqlite() -> Result<Server, BackendError> {
     Ok(Server::Sqlite { version: format!("sqlite {}", sqlite::library_version().await?) })
 }
 
+/// A connection to the SQLite database file `path` (created if missing), in
+/// WAL mode with a busy timeout of `busy_timeout`, so that several
+/// connections share one database: what `reapcheck race` uses for SQLite.
+pub async fn sqlite_file(
+    path: &std::path::Path,
+    busy_timeout: std::time::Duration,
+) -> Result<Connection, BackendError> {
+    Ok(Connection::Sqlite(sqlite::SqliteConn::open_file(path, busy_timeout).await?))
+}
+
 /// Reaches PostgreSQL at `url`; a URL that reaches CockroachDB is refused
 /// (use [`cockroach`]), so a report never names the wrong product.
 pub async fn postgres(url: &str) -> Result<Server, BackendError> {

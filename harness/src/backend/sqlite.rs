@@ -6,7 +6,7 @@
 //! microseconds, a TEXT one a UTC date and time.
 
 use chrono::NaiveDateTime;
-use sqlx::sqlite::{SqliteArguments, SqliteConnectOptions, SqliteRow};
+use sqlx::sqlite::{SqliteArguments, SqliteConnectOptions, SqliteJournalMode, SqliteRow};
 use sqlx::{Arguments, ConnectOptions, Connection as _, Row, SqliteConnection, TypeInfo as _, ValueRef as _};
 
 use super::error::{BackendError, BackendErrorKind};
@@ -39,6 +39,21 @@ impl SqliteConn {
     /// A new, empty in-memory database.
     pub async fn open_memory() -> Result<Self, BackendError> {
         let conn = SqliteConnectOptions::new().in_memory(true).connect().await?;
+        Ok(SqliteConn { conn, instants: InstantEncoding::default() })
+    }
+
+    /// A connection to the database file `path`, created if missing, in
+    /// WAL mode and waiting up to `busy_timeout` for another connection's
+    /// write lock: several connections onto one database, as `reapcheck
+    /// race` needs (`run` keeps one in-memory database per scenario).
+    pub async fn open_file(path: &std::path::Path, busy_timeout: std::time::Duration) -> Result<Self, BackendError> {
+        let conn = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .busy_timeout(busy_timeout)
+            .connect()
+            .await?;
         Ok(SqliteConn { conn, instants: InstantEncoding::default() })
     }
 

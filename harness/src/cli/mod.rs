@@ -7,6 +7,7 @@ mod explain;
 mod fuzz;
 mod inputs;
 mod mutate;
+mod race;
 mod run;
 mod verdict;
 
@@ -59,6 +60,9 @@ enum Command {
     /// fail on a missing or empty leg, another corpus, a failure, or an
     /// undeclared divergence between databases.
     Verdict(verdict::VerdictArgs),
+    /// Real concurrency on live servers: workers and reapers on their own
+    /// connections for a bounded time, every operation checked.
+    Race(race::RaceArgs),
 }
 
 /// Parses the arguments and runs the command.
@@ -72,5 +76,6 @@ pub fn main() -> ExitCode {
         Command::Bench(args) => bench::bench(args),
         Command::Fuzz(args) => fuzz::fuzz(args),
         Command::Verdict(args) => verdict::verdict(args),
+        Command::Race(args) => race::race(args),
     }
 }

@@ -1,0 +1,278 @@
+//! `reapcheck race`: the dialects' statements under real concurrency on
+//! live servers, for a bounded time, then the history checked (see
+//! `reapcheck::race`). Loopback servers only.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use reapcheck::backend::Server;
+use reapcheck::dialect::Dialect;
+use reapcheck::race::check;
+use reapcheck::race::history::Res;
+use reapcheck::race::workload::{self, Place, Settings};
+use reapcheck::reach::{self, Reach};
+use reapcheck::target::Target;
+
+use super::inputs::report;
+use super::run::parse_targets;
+use super::{EXIT_FAILED, EXIT_INVALID};
+
+/// Arguments of `race`.
+#[derive(clap::Args, Debug)]
+pub struct RaceArgs {
+    /// Targets, comma-separated: sqlite, postgres, mariadb, mysql,
+    /// cockroach, mssql; servers must be on this machine.
+    #[arg(long, default_value = "sqlite")]
+    db: String,
+    /// Real seconds each target races (at most 600).
+    #[arg(long, default_value_t = 10.0)]
+    seconds: f64,
+    /// Worker tasks, each on its own connection (1 to 64; with the reapers
+    /// at most 31).
+    #[arg(long, default_value_t = 8)]
+    workers: u32,
+    /// Reaper tasks, each on its own connection (1 to 16).
+    #[arg(long, default_value_t = 3)]
+    reapers: u32,
+    /// Jobs inserted at the start (1 to 10000); default 16 per worker, so
+    /// that jobs finished for good do not starve the workers.
+    #[arg(long)]
+    jobs: Option<u32>,
+    /// Seed of the tasks' choices; without it one is drawn and printed.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Clock seconds per real second (1 to 1000): at 40 the 30-second
+    /// grace passes in 0.75 real seconds.
+    #[arg(long, default_value_t = 40)]
+    scale: u32,
+    /// Each reaper polls every this many clock seconds (1 to 300).
+    #[arg(long, default_value_t = 5)]
+    poll: i64,
+    /// Clock seconds a reaper may pause between its scan and its apply
+    /// (0 to 300).
+    #[arg(long, default_value_t = 2)]
+    apply_delay: i64,
+    /// Clock seconds reaper 0's clock runs ahead of the others' (0 to 3600).
+    #[arg(long, default_value_t = 0)]
+    skew: i64,
+    /// Folder holding one sub-folder of SQL per dialect, instead of the copy
+    /// built into reapcheck.
+    #[arg(long)]
+    dialects: Option<PathBuf>,
+    /// Write each target's history to `DIR/<target>.history`, one
+    /// operation a line in real-time order.
+    #[arg(long, value_name = "DIR")]
+    history: Option<PathBuf>,
+}
+
+impl RaceArgs {
+    fn settings(&self, seed: u64) -> Result<Settings, String> {
+        let within = |name: &str, v: i64, lo: i64, hi: i64| {
+            if (lo..=hi).contains(&v) {
+                Ok(())
+            } else {
+                Err(format!("--{name} {v} is out of range: give {lo} to {hi}"))
+            }
+        };
+        if !(self.seconds > 0.0 && self.seconds <= 600.0) {
+            return Err(format!("--seconds {} is out of range: give more than 0 and at most 600", self.seconds));
+        }
+        within("workers", self.workers.into(), 1, 64)?;
+        within("reapers", self.reapers.into(), 1, 16)?;
+        // One connection per task plus one for setup and read-back; the
+        // PostgreSQL backend's pool opens at most 32.
+        if self.workers + self.reapers > 31 {
+            return Err(format!(
+                "--workers {} plus --reapers {} is out of range: each task holds a connection, give at most 31 together",
+                self.workers, self.reapers
+            ));
+        }
+        let jobs = self.jobs.unwrap_or(self.workers.saturating_mul(16));
+        within("jobs", jobs.into(), 1, 10_000)?;
+        within("scale", self.scale.into(), 1, 1000)?;
+        within("poll", self.poll, 1, 300)?;
+        within("apply-delay", self.apply_delay, 0, 300)?;
+        within("skew", self.skew, 0, 3600)?;
+        Ok(Settings {
+            seconds: self.seconds,
+            workers: self.workers,
+            reapers: self.reapers,
+            jobs,
+            seed,
+            scale: self.scale,
+            poll: self.poll,
+            apply_delay: self.apply_delay,
+            skew: self.skew,
+        })
+    }
+}
+
+/// Runs the command: exit 0 when every target raced and its history
+/// passed every rule, 1 on a violation, a database error, an unreachable
+/// target (or a required one skipped), or when none ran; 2 on invalid
+/// arguments, dialects, or a server that is not on this machine.
+pub fn race(args: RaceArgs) -> ExitCode {
+    let invalid = |message: String| {
+        eprintln!("error: {message}");
+        ExitCode::from(EXIT_INVALID)
+    };
+    let targets = match parse_targets(&args.db) {
+        Ok(t) => t,
+        Err(e) => return invalid(e),
+    };
+    let required = match reach::required_targets() {
+        Ok(r) => r,
+        Err(e) => return invalid(e),
+    };
+    let seed = args.seed.unwrap_or_else(random_seed);
+    let settings = match args.settings(seed) {
+        Ok(s) => s,
+        Err(e) => return invalid(e),
+    };
+    for &target in targets.iter().filter(|t| **t != Target::Sqlite) {
+        if let Ok(url) = std::env::var(target.url_variable())
+            && !url.trim().is_empty()
+            && let Err(why) = reapcheck::race::loopback_only(&url)
+        {
+            return invalid(format!("{}: {why}", target.url_variable()));
+        }
+    }
+    let inputs = super::Inputs { scenarios: PathBuf::from("scenarios"), dialects: args.dialects.clone() };
+    let mut names: Vec<&str> = targets.iter().map(|t| t.dialect()).collect();
+    names.sort_unstable();
+    names.dedup();
+    let dialects = match inputs.dialects(&names) {
+        Ok(d) => d,
+        Err(errors) => {
+            report(&errors);
+            return ExitCode::from(EXIT_INVALID);
+        }
+    };
+    println!(
+        "race: seed {seed}, {} s per target, {} workers, {} reapers, {} jobs, clock x{}, poll {} s, apply delay up to {} s, skew {} s",
+        settings.seconds,
+        settings.workers,
+        settings.reapers,
+        settings.jobs,
+        settings.scale,
+        settings.poll,
+        settings.apply_delay,
+        settings.skew
+    );
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime starts");
+    let (mut passed, mut failed, mut skipped) = (0, 0, 0);
+    for &target in &targets {
+        let dialect = dialects.iter().find(|d| d.name == target.dialect()).expect("loaded for every target");
+        let (server, _keep) = match runtime.block_on(reach::reach(target)) {
+            Reach::Ready(server, keep) => (server, keep),
+            Reach::Skipped(reason) if !required.contains(&target) => {
+                println!("skipped: {target}: {reason}");
+                skipped += 1;
+                continue;
+            }
+            Reach::Skipped(reason) | Reach::Unreachable(reason) => {
+                let why = if required.contains(&target) { " (required by REAPCHECK_REQUIRE)" } else { "" };
+                println!("FAIL     {target}{why}: not run: {reason}");
+                failed += 1;
+                continue;
+            }
+        };
+        let on = format!("{target} [{}]", server.version());
+        let history = args.history.as_ref().map(|d| d.join(format!("{target}.history")));
+        let ok = runtime.block_on(race_one(&on, &server, dialect, &settings, history));
+        runtime.block_on(server.close());
+        if ok { passed += 1 } else { failed += 1 }
+    }
+    println!("{passed} passed, {failed} failed, {skipped} skipped");
+    if failed == 0 && passed == 0 {
+        println!("no target ran: nothing was raced");
+        return ExitCode::from(EXIT_FAILED);
+    }
+    if failed > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
+}
+
+/// Races one target and prints its line; true when it passed.
+async fn race_one(on: &str, server: &Server, dialect: &Dialect, settings: &Settings, history: Option<PathBuf>) -> bool {
+    let file = std::env::temp_dir().join(format!("reapcheck-race-{}-{}.db", std::process::id(), nanos()));
+    let place = match server {
+        Server::Sqlite { .. } => Place::SqliteFile(file.clone()),
+        other => Place::Server(other),
+    };
+    let result = workload::run(place, dialect, settings).await;
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
+    }
+    let race = match result {
+        Ok(r) => r,
+        Err(e) => {
+            println!("FAIL     {on}: the race did not run: {e}");
+            return false;
+        }
+    };
+    if let Some(path) = history {
+        let mut entries: Vec<_> = race.history.iter().collect();
+        entries.sort_by_key(|e| e.start);
+        let mut text: String = entries.iter().map(|e| format!("{e:?}\n")).collect();
+        text.extend(race.rows.iter().map(|r| format!("final {r:?}\n")));
+        let written = path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| std::fs::write(&path, text));
+        if let Err(e) = written {
+            println!("    cannot write {}: {e}", path.display());
+        }
+    }
+    let checking = std::time::Instant::now();
+    let violations = check::check(&race.history, &race.rows, &settings.expectations());
+    let checked = checking.elapsed().as_secs_f64();
+    let ops = race.history.len();
+    let count = |name: &str| race.history.iter().filter(|e| e.op.name() == name && e.changed()).count();
+    let reclaims = count("reap_retry") + count("reap_interrupt") + count("reap_fail");
+    let deaths = race.history.iter().filter(|e| e.op.name() == "die").count();
+    let fenced = race
+        .history
+        .iter()
+        .filter(|e| matches!(e.op.name(), "heartbeat" | "complete") && e.res == Res::Changed(0))
+        .count();
+    let errors: Vec<&str> = race
+        .history
+        .iter()
+        .filter_map(|e| match &e.res {
+            Res::Error(m) => Some(m.as_str()),
+            _ => None,
+        })
+        .collect();
+    let summary = format!(
+        "{ops} operations in {:.1} s ({:.0} per second): {} claims, {} completions, {deaths} deaths, {reclaims} reclaims, \
+         {fenced} fenced writes; checked in {:.3} s ({:.0} operations checked per second)",
+        race.elapsed,
+        ops as f64 / race.elapsed.max(1e-9),
+        count("claim"),
+        count("complete"),
+        checked,
+        ops as f64 / checked.max(1e-9)
+    );
+    if violations.is_empty() && errors.is_empty() && reclaims > 0 {
+        println!("ok       {on}: {summary}");
+        return true;
+    }
+    println!("FAIL     {on}: {summary}");
+    if reclaims == 0 {
+        println!("    no death was reclaimed: race longer (--seconds) or with a faster clock (--scale)");
+    }
+    if !errors.is_empty() {
+        println!("    {} operations failed with a database error; the first: {}", errors.len(), errors[0]);
+    }
+    println!("    {} violations", violations.len());
+    for v in violations.iter().take(10) {
+        println!("    {v}");
+    }
+    false
+}
+
+fn nanos() -> u128 {
+    SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
+}
+
+/// A seed from the clock and the process id, for runs without `--seed`.
+fn random_seed() -> u64 {
+    (nanos() as u64) ^ (u64::from(std::process::id()) << 32)
+}
