@@ -56,6 +56,10 @@ pub struct ModelRun {
     pub snapshot: Option<String>,
     /// The model's verdict.
     pub verdict: Verdict,
+    /// The committed snapshot differs from the model's outcome and that is
+    /// the only problem (`expect` holds): `run --accept --force` may
+    /// replace it.
+    pub stale: bool,
 }
 
 /// Plays `scenario` on the reference model and checks it against the
@@ -69,24 +73,51 @@ pub async fn check_model(scenario: &LoadedScenario) -> ModelRun {
         Ok(s) => s,
         Err(e) => {
             let verdict = Verdict::Fail(format!("cannot read {}: {e}", snapshot_path.display()));
-            return ModelRun { outcome, yaml, snapshot: None, verdict };
+            return ModelRun { outcome, yaml, snapshot: None, verdict, stale: false };
         }
     };
     let mut problems = expect_problems(scenario, &outcome);
+    let expect_holds = problems.is_empty();
+    let mut stale = false;
     if let Some(recorded) = &snapshot
         && let Some(d) = diff::render("snapshot", recorded, "model", &yaml)
     {
-        problems.push(format!(
-            "the model disagrees with {}; if the spec changed, accept the new snapshot\n{d}",
-            snapshot_path.display()
-        ));
+        stale = expect_holds;
+        let replace = if crate::corpus::is_builtin(&scenario.path) {
+            "the builtin corpus is part of reapcheck: report it, or copy the scenario into your own set".to_owned()
+        } else if expect_holds {
+            format!(
+                "if the spec changed and the model is right, replace it: reapcheck run --accept --force --exact {}",
+                scenario.name
+            )
+        } else {
+            "fix the scenario's `expect` first".to_owned()
+        };
+        problems.push(format!("the model disagrees with {}; {replace}\n{d}", snapshot_path.display()));
     }
     let verdict = match (problems.is_empty(), snapshot.is_some()) {
         (false, _) => Verdict::Fail(problems.join("\n")),
         (true, true) => Verdict::Ok,
         (true, false) => Verdict::New,
     };
-    ModelRun { outcome, yaml, snapshot, verdict }
+    ModelRun { outcome, yaml, snapshot, verdict, stale }
+}
+
+/// Whether a missing snapshot fails, as insta decides: under `CI=true` (or
+/// `CI=1`) a result without a committed snapshot is a failure, never `new`.
+pub fn missing_snapshot_fails() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// `verdict`, with `new` turned into a failure when
+/// [`missing_snapshot_fails`]; `accept` names the command that writes it.
+pub fn under_ci(verdict: Verdict, accept: &str) -> Verdict {
+    match verdict {
+        Verdict::New if missing_snapshot_fails() => Verdict::Fail(format!(
+            "no committed snapshot, and CI=true: write it where you develop with `{accept}`, read it, and commit it"
+        )),
+        v => v,
+    }
 }
 
 fn expect_problems(scenario: &LoadedScenario, outcome: &Outcome) -> Vec<String> {

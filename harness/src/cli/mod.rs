@@ -27,15 +27,18 @@ struct Cli {
     command: Command,
 }
 
-/// Where scenarios and dialects come from.
+/// Where scenarios and dialects come from; unset, from `REAPCHECK_SCENARIOS`
+/// and `REAPCHECK_DIALECTS`, then `reapcheck.toml` (see `config`).
 #[derive(clap::Args, Debug, Clone)]
 pub struct Inputs {
-    /// Folder of scenario files.
-    #[arg(long, default_value = "scenarios")]
-    pub scenarios: PathBuf,
-    /// Folder holding one sub-folder of SQL per dialect, instead of the copy
-    /// built into reapcheck.
-    #[arg(long)]
+    /// Scenario sets, comma-separated: `builtin` (the corpus inside
+    /// reapcheck) and/or folders of scenario files [default: from
+    /// reapcheck.toml, else builtin].
+    #[arg(long, value_name = "SETS")]
+    pub scenarios: Option<String>,
+    /// Folder holding one sub-folder of SQL per dialect (`builtin`: the copy
+    /// built into reapcheck) [default: from reapcheck.toml, else builtin].
+    #[arg(long, value_name = "DIR")]
     pub dialects: Option<PathBuf>,
 }
 
