@@ -75,6 +75,11 @@ pub struct RunArgs {
     filters: Vec<String>,
 }
 
+/// The server of a case whose target was skipped.
+const NOT_RUN: &str = "not run";
+/// The server of a case whose target could not be reached.
+const NOT_REACHED: &str = "not reached";
+
 /// Counts of one target (or the model) for the closing line.
 #[derive(Default, Clone, Copy)]
 struct Counts {
@@ -104,6 +109,8 @@ struct Tally {
     rows: Vec<(String, Counts)>,
     /// Failures outside any case (coverage, reports).
     other_failed: usize,
+    /// Some database target was reached and ran SQL.
+    sql_ran: bool,
 }
 
 impl Tally {
@@ -116,6 +123,14 @@ impl Tally {
             }
         };
         self.rows[index].1.add(verdict);
+    }
+
+    /// Adds a case record; a target's case ran SQL unless it was not reached.
+    fn add_record(&mut self, r: &CaseRecord) {
+        self.add(&r.target, &r.verdict);
+        if r.target != "model" && !matches!(r.server.as_str(), NOT_RUN | NOT_REACHED) {
+            self.sql_ran = true;
+        }
     }
 
     fn failed(&self) -> usize {
@@ -140,7 +155,7 @@ impl Tally {
                 }
             })
             .collect();
-        if self.rows.iter().all(|(t, c)| t == "model" || c.passed + c.failed == 0) {
+        if !self.sql_ran {
             parts.push("no SQL ran on any database".to_owned());
         }
         let mut line = parts.join("; ");
@@ -242,7 +257,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime starts");
     let (records, coverages) = runtime.block_on(run_all(&args, &plan));
     let mut tally = Tally::default();
-    records.iter().for_each(|r| tally.add(&r.target, &r.verdict));
+    records.iter().for_each(|r| tally.add_record(r));
     tally.other_failed += check_coverage(&args, &coverages);
     if let Some(dir) = &args.report {
         match report::write(dir, &records) {
@@ -313,7 +328,7 @@ async fn run_all(args: &RunArgs, plan: &Plan<'_>) -> (Vec<CaseRecord>, Vec<Cover
                 println!("skipped: {target} ({} scenarios): {reason}", scenarios.len());
                 let verdict = Verdict::Skipped(reason);
                 records.extend(
-                    scenarios.iter().map(|s| record(s, target.name(), "not run", verdict.clone(), Instant::now())),
+                    scenarios.iter().map(|s| record(s, target.name(), NOT_RUN, verdict.clone(), Instant::now())),
                 );
                 continue;
             }
@@ -328,7 +343,7 @@ async fn run_all(args: &RunArgs, plan: &Plan<'_>) -> (Vec<CaseRecord>, Vec<Cover
                 println!("FAIL     {target}{why} ({} scenarios not run): {reason}", scenarios.len());
                 let verdict = Verdict::Fail(format!("not run: {reason}"));
                 records.extend(
-                    scenarios.iter().map(|s| record(s, target.name(), "not reached", verdict.clone(), Instant::now())),
+                    scenarios.iter().map(|s| record(s, target.name(), NOT_REACHED, verdict.clone(), Instant::now())),
                 );
                 continue;
             }
