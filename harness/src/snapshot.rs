@@ -66,11 +66,17 @@ pub fn write(path: &Path, input_file: &str, contents: &str) -> std::io::Result<(
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    let input = input_file.replace('\\', "/");
-    let text = format!("---\nsource: harness/tests/scenarios.rs\ninput_file: {input}\n---\n{}", normalize(contents));
+    let text = render(input_file, contents);
     let tmp = path.with_extension("snap.tmp");
     std::fs::write(&tmp, text)?;
     std::fs::rename(&tmp, path)
+}
+
+/// The text of a snapshot file: insta's header naming `input_file`, then
+/// `contents` normalized.
+pub fn render(input_file: &str, contents: &str) -> String {
+    let input = input_file.replace('\\', "/");
+    format!("---\nsource: harness/tests/scenarios.rs\ninput_file: {input}\n---\n{}", normalize(contents))
 }
 
 /// The `input_file` header for scenario file `scenario_file`: relative to

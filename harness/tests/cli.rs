@@ -739,3 +739,87 @@ fn a_failing_command_inside_a_script_is_named_by_its_own_line() {
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(out.contains(&format!("no_such_table (in the command at sqlite/schema.sql:{line})")), "{out}");
 }
+
+#[test]
+fn init_sets_up_a_repository_whose_run_passes_and_refuses_to_overwrite_without_force() {
+    let scratch = Scratch::new("init");
+    let o = reapcheck_in(&scratch.0, &["init", "--from", "postgres"], &[]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    for file in [
+        "reapcheck.toml",
+        "reapcheck/dialects/postgres/reaper.sql",
+        "reapcheck/scenarios/stopped-heartbeat.yaml",
+        "reapcheck/scenarios/snapshots/stopped-heartbeat.snap",
+    ] {
+        assert!(scratch.0.join(file).is_file(), "{file} was not written");
+    }
+    assert!(!scratch.0.join("reapcheck/dialects/mysql").exists(), "only the dialects asked for are copied");
+    let workflow = std::fs::read(scratch.0.join(".github/workflows/reapcheck.yml")).unwrap();
+    assert_eq!(workflow, std::fs::read(root().join("ci/github-actions.yml")).unwrap(), "the template, byte for byte");
+    let snap = std::fs::read_to_string(scratch.0.join("reapcheck/scenarios/snapshots/stopped-heartbeat.snap")).unwrap();
+    assert!(snap.contains("\ninput_file: reapcheck/scenarios/stopped-heartbeat.yaml\n"), "{snap}");
+    // Right after init, `run` passes: the builtin corpus plus the example,
+    // on the model and sqlite (the builtin SQL, as the header says).
+    let o = reapcheck_in(&scratch.0.join("reapcheck"), &["run"], &[]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    assert!(out.starts_with("config ") && out.lines().next().unwrap().ends_with("SQL: sqlite builtin"), "{out}");
+    assert!(out.contains("ok       stopped-heartbeat  on sqlite"), "{out}");
+    let n = scenario_count() + 1;
+    assert!(out.ends_with(&format!("model: {n} passed, 0 failed; sqlite: {n} passed, 0 failed, 0 skipped\n")), "{out}");
+    // A second init writes nothing, and says which files exist.
+    std::fs::write(scratch.0.join("reapcheck.toml"), "# mine\n").unwrap();
+    std::fs::remove_file(scratch.0.join("reapcheck/dialects/postgres/reaper.sql")).unwrap();
+    let o = reapcheck_in(&scratch.0, &["init", "--from", "postgres"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("reapcheck.toml") && stderr(&o).contains("give --force to overwrite"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!scratch.0.join("reapcheck/dialects/postgres/reaper.sql").exists(), "nothing was written");
+    assert_eq!(std::fs::read_to_string(scratch.0.join("reapcheck.toml")).unwrap(), "# mine\n");
+    let o = reapcheck_in(&scratch.0, &["init", "--from", "postgres", "--force"], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(scratch.0.join("reapcheck/dialects/postgres/reaper.sql").is_file());
+    let o = reapcheck_in(&scratch.0, &["init", "--from", "oracle", "--force"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--from: unknown dialect `oracle`"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_dialect_neither_copied_nor_listed_as_builtin_is_an_error_naming_the_config() {
+    let scratch = Scratch::new("partial-port");
+    assert!(reapcheck_in(&scratch.0, &["init", "--from", "postgres"], &[]).status.success());
+    std::fs::write(
+        scratch.0.join("reapcheck.toml"),
+        "dialects = \"reapcheck/dialects\"\nscenarios = [\"reapcheck/scenarios\"]\n",
+    )
+    .unwrap();
+    let o = reapcheck_in(&scratch.0, &["run"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    let file = scratch.0.join("reapcheck.toml").display().to_string();
+    assert!(
+        stderr(&o).contains(&format!("error: {file}:1:12: key `dialects`: dialect `sqlite` is not in ")),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("list it in `builtin_dialects`"), "{}", stderr(&o));
+}
+
+#[test]
+fn every_subcommand_help_lists_examples_environment_and_exit_codes() {
+    for command in ["run", "check", "explain", "mutate", "bench", "fuzz", "init"] {
+        let o = reapcheck(&[command, "--help"]);
+        assert!(o.status.success(), "{command}");
+        let help = stdout(&o);
+        for section in ["Examples:\n", "Environment:\n", "Exit codes:\n  0  "] {
+            assert!(help.contains(section), "`{command} --help` has no {section:?}:\n{help}");
+        }
+        assert!(help.contains(&format!("reapcheck {command} ")), "`{command} --help` shows no example of itself");
+    }
+    let help = stdout(&reapcheck(&["run", "--help"]));
+    for v in ["REAPCHECK_DB", "REAPCHECK_REQUIRE", "REAPCHECK_POSTGRES_URL", "CI ", "--allow-skip"] {
+        assert!(help.contains(v), "run --help does not mention {v}:\n{help}");
+    }
+}

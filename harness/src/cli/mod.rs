@@ -5,6 +5,8 @@ mod bench;
 mod check;
 mod explain;
 mod fuzz;
+mod help;
+mod init;
 mod inputs;
 mod mutate;
 mod run;
@@ -21,7 +23,12 @@ pub const EXIT_INVALID: u8 = 2;
 
 /// Conformance harness for the reapers of SQL-backed job queues.
 #[derive(Parser, Debug)]
-#[command(name = "reapcheck", version, about)]
+#[command(
+    name = "reapcheck",
+    version,
+    about,
+    after_help = "Run `reapcheck <command> --help` for examples, environment variables and exit codes."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -45,18 +52,28 @@ pub struct Inputs {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run scenarios on the model and on database targets.
+    #[command(after_help = help::RUN)]
     Run(run::RunArgs),
     /// Validate every scenario and dialect without running anything.
+    #[command(after_help = help::CHECK)]
     Check(check::CheckArgs),
     /// Show the model's reasoning for one scenario file, step by step.
+    #[command(after_help = help::EXPLAIN)]
     Explain(explain::ExplainArgs),
     /// Run the corpus against known-bad edits of each target's SQL.
+    #[command(after_help = help::MUTATE)]
     Mutate(mutate::MutateArgs),
     /// Measure the setup, run and teardown time of scenario runs per target.
+    #[command(after_help = help::BENCH)]
     Bench(bench::BenchArgs),
     /// Differential property testing: generated scenarios on the model and
     /// each target; a difference is shrunk and saved as a scenario file.
+    #[command(after_help = help::FUZZ)]
     Fuzz(fuzz::FuzzArgs),
+    /// Set reapcheck up in your repository: reapcheck.toml, dialect copies
+    /// to port, an example regression and a CI workflow.
+    #[command(after_help = help::INIT)]
+    Init(init::InitArgs),
 }
 
 /// Parses the arguments and runs the command.
@@ -69,5 +86,6 @@ pub fn main() -> ExitCode {
         Command::Mutate(args) => mutate::mutate(args),
         Command::Bench(args) => bench::bench(args),
         Command::Fuzz(args) => fuzz::fuzz(args),
+        Command::Init(args) => init::init(args),
     }
 }
