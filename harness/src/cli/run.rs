@@ -517,6 +517,7 @@ mod tests {
         );
         tally.add("sqlite", &Verdict::Fail("x".into()));
         assert_eq!(tally.failed(), 1);
+        tally.sql_ran = true;
         assert!(tally.line().ends_with("; sqlite: 0 passed, 1 failed, 0 skipped"), "{}", tally.line());
     }
 }
