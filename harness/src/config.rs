@@ -66,9 +66,7 @@ impl fmt::Display for Origin {
         match self {
             Origin::Flag(flag) => write!(f, "{flag}"),
             Origin::Variable(v) => write!(f, "{v}"),
-            Origin::File { path, line, column, key } if key.is_empty() => {
-                write!(f, "{}:{line}:{column}", path.display())
-            }
+            Origin::File { path, line, column, key: "" } => write!(f, "{}:{line}:{column}", path.display()),
             Origin::File { path, line, column, key } => write!(f, "{}:{line}:{column}: key `{key}`", path.display()),
             Origin::Default => f.write_str("default"),
         }

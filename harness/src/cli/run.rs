@@ -137,7 +137,7 @@ impl Tally {
         self.rows.iter().map(|(_, c)| c.failed).sum::<usize>() + self.other_failed
     }
 
-    fn new(&self) -> usize {
+    fn without_snapshot(&self) -> usize {
         self.rows.iter().map(|(_, c)| c.new).sum()
     }
 
@@ -268,10 +268,10 @@ pub fn run(args: RunArgs) -> ExitCode {
             }
         }
     }
-    if tally.new() > 0 && !args.accept {
+    if tally.without_snapshot() > 0 && !args.accept {
         println!(
             "{} results have no committed snapshot yet: `reapcheck run --accept` writes them (or `cargo insta review` after the tests)",
-            tally.new()
+            tally.without_snapshot()
         );
     }
     println!("{}", tally.line());
