@@ -823,3 +823,16 @@ fn every_subcommand_help_lists_examples_environment_and_exit_codes() {
         assert!(help.contains(v), "run --help does not mention {v}:\n{help}");
     }
 }
+
+#[test]
+fn the_build_script_reads_no_environment_so_a_changed_url_never_recompiles() {
+    // Which servers exist is decided at run time (reach::test_url); a
+    // `rerun-if-env-changed` or an environment read here would rebuild the
+    // crate whenever a REAPCHECK_*_URL changes.
+    let script = std::fs::read_to_string(root().join("harness/build.rs")).unwrap();
+    let code: String = script.lines().filter(|l| !l.trim_start().starts_with("//")).collect();
+    for forbidden in ["rerun-if-env-changed", "std::env", "env::var", "rustc-cfg"] {
+        assert!(!code.contains(forbidden), "build.rs uses {forbidden}");
+    }
+    assert!(code.contains("rerun-if-changed=../scenarios"), "the embedded corpus must rebuild when it changes");
+}
