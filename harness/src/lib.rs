@@ -7,8 +7,10 @@
 //! ([`snapshot`]). [`runner`] ties these together for the CLI and the tests.
 
 pub mod backend;
+pub mod config;
 #[cfg(feature = "containers")]
 pub mod containers;
+pub mod corpus;
 pub mod coverage;
 pub mod dialect;
 pub mod diff;

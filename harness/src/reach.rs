@@ -23,6 +23,16 @@ pub enum Reach {
     Unreachable(String),
 }
 
+impl Reach {
+    /// Why the target is not ready (empty when it is).
+    pub fn reason(self) -> String {
+        match self {
+            Reach::Ready(..) => String::new(),
+            Reach::Skipped(r) | Reach::Unreachable(r) => r,
+        }
+    }
+}
+
 /// The environment variable listing targets whose skip is a failure.
 pub const REQUIRE_VARIABLE: &str = "REAPCHECK_REQUIRE";
 
@@ -39,6 +49,29 @@ pub fn required_targets() -> Result<Vec<Target>, String> {
             })
         })
         .collect()
+}
+
+/// For tests that need `target`'s server: its URL from the environment at
+/// run time. Unset, the test is skipped (`None`, with a line on standard
+/// error saying so), unless `REAPCHECK_REQUIRE` names the target: then it
+/// panics, so a required server's tests never pass without running.
+///
+/// # Panics
+///
+/// The URL is unset and the target is required.
+pub fn test_url(target: Target) -> Option<String> {
+    let variable = target.url_variable();
+    if let Ok(url) = std::env::var(&variable)
+        && !url.trim().is_empty()
+    {
+        return Some(url);
+    }
+    let required = std::env::var(REQUIRE_VARIABLE).unwrap_or_default();
+    if required.split(',').any(|n| n.trim() == target.name()) {
+        panic!("{variable} is not set, and {REQUIRE_VARIABLE} requires {target}: set it to the server's URL");
+    }
+    eprintln!("skipped: this test needs {variable} (not set)");
+    None
 }
 
 /// The target names, comma-separated.
@@ -91,7 +124,13 @@ pub async fn reach(target: Target) -> Reach {
     let variable = target.url_variable();
     match std::env::var(&variable) {
         Ok(url) if !url.trim().is_empty() => match connect(target, &url).await {
-            Ok(server) => Reach::Ready(server, None),
+            Ok(server) => match wrong_server(target, server.version()) {
+                None => Reach::Ready(server, None),
+                Some(why) => {
+                    server.close().await;
+                    Reach::Unreachable(format!("{} (from {variable}): {why}", redact::url(&url)))
+                }
+            },
             Err(e) => Reach::Unreachable(format!(
                 "cannot reach {} (from {variable}): {}",
                 redact::url(&url),
@@ -99,6 +138,24 @@ pub async fn reach(target: Target) -> Reach {
             )),
         },
         _ => from_container(target, &variable).await,
+    }
+}
+
+/// Why the server that answered is not `target`'s kind: the `mysql` target
+/// refuses MariaDB and `mariadb` refuses Oracle MySQL (they share a
+/// protocol and a dialect, not their semantics), naming what answered.
+pub fn wrong_server(target: Target, version: &str) -> Option<String> {
+    let is_mariadb = version.to_lowercase().contains("mariadb");
+    match target {
+        Target::Mysql if is_mariadb => Some(format!(
+            "answered as MariaDB ({version}), not MySQL: point REAPCHECK_MYSQL_URL at an Oracle MySQL server, \
+             or run this server as `--db mariadb` with REAPCHECK_MARIADB_URL"
+        )),
+        Target::Mariadb if !is_mariadb => Some(format!(
+            "answered as {version}, not MariaDB: point REAPCHECK_MARIADB_URL at a MariaDB server, \
+             or run this server as `--db mysql` with REAPCHECK_MYSQL_URL"
+        )),
+        _ => None,
     }
 }
 
@@ -162,5 +219,16 @@ mod tests {
         let skipped = needed_targets(&SCENARIOS, &filter(Some("windows/"), false, &["::mssql", "::cockroach"]));
         assert_eq!(skipped, vec![Target::Sqlite, Target::Postgres, Target::Mariadb, Target::Mysql]);
         assert_eq!(needed_targets(&SCENARIOS, &filter(Some("no-such-scenario"), false, &[])), Vec::<Target>::new());
+    }
+
+    #[test]
+    fn mysql_and_mariadb_refuse_each_others_server_naming_what_answered() {
+        let why = wrong_server(Target::Mysql, "mariadb 10.11.19-MariaDB").unwrap();
+        assert!(why.contains("answered as MariaDB (mariadb 10.11.19-MariaDB)"), "{why}");
+        let why = wrong_server(Target::Mariadb, "mysql 8.4.3").unwrap();
+        assert!(why.contains("answered as mysql 8.4.3, not MariaDB"), "{why}");
+        assert_eq!(wrong_server(Target::Mariadb, "mariadb 10.11.19-MariaDB"), None);
+        assert_eq!(wrong_server(Target::Mysql, "mysql 8.4.3"), None);
+        assert_eq!(wrong_server(Target::Postgres, "postgres 15.20"), None);
     }
 }

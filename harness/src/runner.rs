@@ -60,6 +60,10 @@ pub struct ModelRun {
     pub snapshot: Option<String>,
     /// The model's verdict.
     pub verdict: Verdict,
+    /// The committed snapshot differs from the model's outcome and that is
+    /// the only problem (`expect` holds): `run --accept --force` may
+    /// replace it.
+    pub stale: bool,
 }
 
 /// Plays `scenario` on the reference model and checks it against the
@@ -72,7 +76,13 @@ pub async fn check_model(scenario: &LoadedScenario) -> ModelRun {
         // out of range): that scenario fails, the run goes on.
         Err(e) => {
             let verdict = Verdict::Fail(format!("the model cannot run this scenario: {e}"));
-            return ModelRun { outcome: Outcome::default(), yaml: String::new(), snapshot: None, verdict };
+            return ModelRun {
+                outcome: Outcome::default(),
+                yaml: String::new(),
+                snapshot: None,
+                verdict,
+                stale: false,
+            };
         }
     };
     let yaml = snapshot::normalize(&outcome.to_yaml());
@@ -81,24 +91,51 @@ pub async fn check_model(scenario: &LoadedScenario) -> ModelRun {
         Ok(s) => s,
         Err(e) => {
             let verdict = Verdict::Fail(format!("cannot read {}: {e}", snapshot_path.display()));
-            return ModelRun { outcome, yaml, snapshot: None, verdict };
+            return ModelRun { outcome, yaml, snapshot: None, verdict, stale: false };
         }
     };
     let mut problems = expect_problems(scenario, &outcome);
+    let expect_holds = problems.is_empty();
+    let mut stale = false;
     if let Some(recorded) = &snapshot
         && let Some(d) = diff::render("snapshot", recorded, "model", &yaml)
     {
-        problems.push(format!(
-            "the model disagrees with {}; if the spec changed, accept the new snapshot\n{d}",
-            snapshot_path.display()
-        ));
+        stale = expect_holds;
+        let replace = if crate::corpus::is_builtin(&scenario.path) {
+            "the builtin corpus is part of reapcheck: report it, or copy the scenario into your own set".to_owned()
+        } else if expect_holds {
+            format!(
+                "if the spec changed and the model is right, replace it: reapcheck run --accept --force --exact {}",
+                scenario.name
+            )
+        } else {
+            "fix the scenario's `expect` first".to_owned()
+        };
+        problems.push(format!("the model disagrees with {}; {replace}\n{d}", snapshot_path.display()));
     }
     let verdict = match (problems.is_empty(), snapshot.is_some()) {
         (false, _) => Verdict::Fail(problems.join("\n")),
         (true, true) => Verdict::Ok,
         (true, false) => Verdict::New,
     };
-    ModelRun { outcome, yaml, snapshot, verdict }
+    ModelRun { outcome, yaml, snapshot, verdict, stale }
+}
+
+/// Whether a missing snapshot fails, as insta decides: under `CI=true` (or
+/// `CI=1`) a result without a committed snapshot is a failure, never `new`.
+pub fn missing_snapshot_fails() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// `verdict`, with `new` turned into a failure when
+/// [`missing_snapshot_fails`]; `accept` names the command that writes it.
+pub fn under_ci(verdict: Verdict, accept: &str) -> Verdict {
+    match verdict {
+        Verdict::New if missing_snapshot_fails() => Verdict::Fail(format!(
+            "no committed snapshot, and CI=true: write it where you develop with `{accept}`, read it, and commit it"
+        )),
+        v => v,
+    }
 }
 
 fn expect_problems(scenario: &LoadedScenario, outcome: &Outcome) -> Vec<String> {
@@ -462,13 +499,12 @@ mod tests {
 
     /// Against `REAPCHECK_MARIADB_URL`: MariaDB is where a failed drop was
     /// reported although the namespace was gone.
-    #[cfg_attr(not(live_mariadb), ignore = "REAPCHECK_MARIADB_URL was not set when the tests were built")]
     #[tokio::test]
     async fn a_failed_drop_is_checked_on_a_new_connection_before_it_is_reported() {
+        let Some(url) = crate::reach::test_url(crate::target::Target::Mariadb) else { return };
         use crate::dialect::Source;
         use crate::dialect::contract::Column;
         use crate::engine::{Kind, Value};
-        let url = std::env::var("REAPCHECK_MARIADB_URL").expect("set when the tests were built");
         let server = crate::backend::mysql(&url).await.expect("mariadb is reachable");
         let dialect = Dialect::load(&Source::Embedded, "mysql").expect("the mysql dialect loads");
         let script = async |conn: &mut Connection, name: &'static str, ns: &str| {
@@ -508,13 +544,12 @@ mod tests {
     /// Against `REAPCHECK_POSTGRES_URL`: a session terminated by the server
     /// mid-run fails its statement at once, its namespace is still dropped
     /// (on a new connection), and the pool hands out a live session next.
-    #[cfg_attr(not(live_postgres), ignore = "REAPCHECK_POSTGRES_URL was not set when the tests were built")]
     #[tokio::test]
     async fn a_terminated_postgres_session_is_replaced_and_its_namespace_dropped() {
+        let Some(url) = crate::reach::test_url(crate::target::Target::Postgres) else { return };
         use crate::dialect::Source;
         use crate::dialect::contract::Column;
         use crate::engine::{Kind, Value};
-        let url = std::env::var("REAPCHECK_POSTGRES_URL").expect("set when the tests were built");
         let mut server = crate::backend::postgres(&url).await.expect("postgres is reachable");
         server.limit_connections(1);
         let dialect = Dialect::load(&Source::Embedded, "postgres").expect("the postgres dialect loads");

@@ -14,8 +14,16 @@ fn reapcheck(args: &[&str]) -> Output {
 
 /// Runs the binary with no target configured but `env`.
 fn reapcheck_with(args: &[&str], env: &[(&str, &str)]) -> Output {
+    reapcheck_in(&root(), args, env)
+}
+
+/// Runs the binary in `dir` with no target, setting or CI configured but `env`.
+fn reapcheck_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_reapcheck"));
-    cmd.args(args).current_dir(root()).env_remove("REAPCHECK_REQUIRE");
+    cmd.args(args).current_dir(dir);
+    for v in ["REAPCHECK_REQUIRE", "REAPCHECK_DB", "REAPCHECK_DIALECTS", "REAPCHECK_SCENARIOS", "CI"] {
+        cmd.env_remove(v);
+    }
     for t in reapcheck::target::Target::ALL {
         cmd.env_remove(t.url_variable());
     }
@@ -75,7 +83,11 @@ fn run_checks_every_scenario_on_the_model_and_sqlite() {
     assert!(o.status.success(), "{out}{}", stderr(&o));
     let n = scenario_count();
     assert!(n >= 10, "only {n} scenarios");
-    assert_eq!(out.lines().last(), Some(format!("{} passed, 0 failed, 0 skipped", 2 * n).as_str()), "{out}");
+    assert_eq!(
+        out.lines().last(),
+        Some(format!("model: {n} passed, 0 failed; sqlite: {n} passed, 0 failed, 0 skipped").as_str()),
+        "{out}"
+    );
     assert_eq!(out.lines().filter(|l| l.starts_with("ok ") && l.ends_with("on model")).count(), n, "{out}");
     assert_eq!(out.lines().filter(|l| l.starts_with("ok ") && l.contains("on sqlite [sqlite 3.")).count(), n, "{out}");
 }
@@ -161,11 +173,13 @@ fn accept_writes_missing_snapshots_that_the_next_run_uses() {
     let accepted = reapcheck(&["run", "--coverage-min", "0", "--scenarios", &dir, "--accept"]);
     assert!(accepted.status.success());
     let snap = std::fs::read_to_string(scratch.0.join("snapshots/never-beat.snap")).unwrap();
+    assert!(snap.contains("\ninput_file: never-beat.yaml\n"), "never an absolute path: {snap}");
     let committed = std::fs::read_to_string(root().join("scenarios/grace/snapshots/never-beat.snap")).unwrap();
     assert_eq!(snap.split_once("\n---\n").unwrap().1, committed.split_once("\n---\n").unwrap().1);
     let again = stdout(&reapcheck(&["run", "--coverage-min", "0", "--scenarios", &dir]));
     assert!(
-        again.contains("ok       never-beat  on model") && again.ends_with("2 passed, 0 failed, 0 skipped\n"),
+        again.contains("ok       never-beat  on model")
+            && again.ends_with("model: 1 passed, 0 failed; sqlite: 1 passed, 0 failed, 0 skipped\n"),
         "{again}"
     );
 }
@@ -237,17 +251,166 @@ fn an_unreachable_server_is_one_line_without_its_password_and_others_still_run()
 }
 
 #[test]
-fn targets_without_a_server_are_skipped_with_a_reason_unless_required() {
-    let o = reapcheck(&["run", "--db", "sqlite,mssql", "grace/recent-beat"]);
+fn a_named_target_without_a_server_fails_unless_skips_are_allowed_and_required_ones_always_fail() {
+    let o = reapcheck(&["run", "--db", "mssql", "grace/recent-beat"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("FAIL     mssql (named as a target: give --allow-skip"), "{out}");
+    assert!(
+        out.ends_with("model: 1 passed, 0 failed; mssql: 0 passed, 1 failed, 0 skipped; no SQL ran on any database\n"),
+        "the model's passes are never counted under mssql: {out}"
+    );
+    let o = reapcheck(&["run", "--db", "sqlite,mssql", "--allow-skip", "grace/recent-beat"]);
     let out = stdout(&o);
     assert!(o.status.success(), "{out}");
     assert!(out.contains("skipped: mssql (1 scenarios): no REAPCHECK_MSSQL_URL"), "{out}");
-    assert!(out.ends_with("2 passed, 0 failed, 1 skipped\n"), "{out}");
-    let o = reapcheck_with(&["run", "--db", "sqlite,mssql", "grace/recent-beat"], &[("REAPCHECK_REQUIRE", "mssql")]);
+    assert!(out.ends_with("; sqlite: 1 passed, 0 failed, 0 skipped; mssql: 0 passed, 0 failed, 1 skipped\n"), "{out}");
+    let o = reapcheck(&["run", "--db", "all", "grace/recent-beat"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "`all` runs what it reaches: {out}");
+    assert!(
+        out.contains("skipped: mysql (1 scenarios)") && out.contains("mssql: 0 passed, 0 failed, 1 skipped"),
+        "{out}"
+    );
+    let require = [("REAPCHECK_REQUIRE", "mssql")];
+    let o = reapcheck_with(&["run", "--db", "sqlite,mssql", "--allow-skip", "grace/recent-beat"], &require);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(out.contains("FAIL     mssql (required by REAPCHECK_REQUIRE)"), "{out}");
-    assert!(out.ends_with("2 passed, 1 failed, 0 skipped\n"), "{out}");
+    assert!(out.contains("FAIL     mssql (required)"), "{out}");
+}
+
+#[test]
+fn a_required_target_that_is_not_selected_and_all_with_others_are_invalid() {
+    let o = reapcheck_with(&["run", "--db", "sqlite", "grace/recent-beat"], &[("REAPCHECK_REQUIRE", "postgres")]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(stderr(&o).contains("error: REAPCHECK_REQUIRE: requires postgres, which the targets (sqlite, from --db)"));
+    let o = reapcheck(&["run", "--db", "all,sqlite"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--db: `all` cannot be combined with other targets"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_missing_or_empty_dialects_folder_is_invalid_input_with_what_to_do() {
+    let scratch = Scratch::new("no-dialects");
+    for args in [["check", "--dialects", "/nonexistent"], ["run", "--dialects", "/nonexistent"]] {
+        let o = reapcheck(&args);
+        assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+        assert!(
+            stderr(&o).contains("the dialects folder /nonexistent does not exist: give the folder"),
+            "{}",
+            stderr(&o)
+        );
+    }
+    let empty = scratch.0.display().to_string();
+    let o = reapcheck(&["check", "--dialects", &empty]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("holds no dialect sub-folder"), "{}", stderr(&o));
+}
+
+#[test]
+fn under_ci_a_missing_snapshot_fails_run() {
+    let scratch = Scratch::new("ci-missing");
+    let scenarios = one_scenario(&scratch, "grace/never-beat");
+    std::fs::remove_dir_all(Path::new(&scenarios).join("grace/snapshots")).unwrap();
+    let args = ["run", "--coverage-min", "0", "--scenarios", &scenarios];
+    assert!(reapcheck(&args).status.success(), "without CI a missing snapshot is `new`");
+    let o = reapcheck_with(&args, &[("CI", "true")]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("no committed snapshot, and CI=true: write it where you develop with `reapcheck run --accept"),
+        "{out}"
+    );
+}
+
+#[test]
+fn a_stale_snapshot_shows_its_diff_and_the_command_that_replaces_it_which_works() {
+    let scratch = Scratch::new("force");
+    let scenarios = one_scenario(&scratch, "grace/recent-beat");
+    let snap = Path::new(&scenarios).join("grace/snapshots/recent-beat.snap");
+    let good = std::fs::read_to_string(&snap).unwrap();
+    std::fs::write(&snap, good.replace("status: processing", "status: pending")).unwrap();
+    let o = reapcheck(&["run", "--coverage-min", "0", "--scenarios", &scenarios]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("replace it: reapcheck run --accept --force --exact grace/recent-beat"), "{out}");
+    assert!(out.contains("-    status: pending"), "{out}");
+    let o = reapcheck(&["run", "--coverage-min", "0", "--scenarios", &scenarios, "--accept"]);
+    assert_eq!(o.status.code(), Some(1), "without --force a differing snapshot is kept: {}", stdout(&o));
+    let o = reapcheck(&[
+        "run",
+        "--coverage-min",
+        "0",
+        "--scenarios",
+        &scenarios,
+        "--accept",
+        "--force",
+        "--exact",
+        "grace/recent-beat",
+    ]);
+    assert!(o.status.success(), "{}", stdout(&o));
+    assert!(stdout(&o).contains("replaced "), "{}", stdout(&o));
+    let written = std::fs::read_to_string(&snap).unwrap();
+    assert_eq!(written.split_once("\n---\n").unwrap().1, good.split_once("\n---\n").unwrap().1);
+    assert!(reapcheck(&["run", "--coverage-min", "0", "--scenarios", &scenarios]).status.success());
+}
+
+#[test]
+fn from_a_subfolder_the_project_file_runs_the_on_disk_sql_and_corpus() {
+    let o = reapcheck_in(&root().join("harness/src"), &["run", "grace/recent-beat"], &[]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    let first = out.lines().next().unwrap();
+    let dialects = root().join("dialects/sqlite").display().to_string();
+    assert!(first.starts_with(&format!("config {}", root().join("reapcheck.toml").display())), "{first}");
+    assert!(first.ends_with(&format!("SQL: sqlite from {dialects}")), "{first}");
+    // A project whose SQL is broken fails without any flag: the binary runs
+    // the files the user sees, not the copy built into it.
+    let scratch = Scratch::new("project");
+    let dialects = mutated_sqlite(
+        &scratch,
+        "reaper.sql",
+        "COALESCE(heartbeat_at, updated_at)",
+        "COALESCE(updated_at, heartbeat_at)",
+    );
+    std::fs::write(scratch.0.join("reapcheck.toml"), "dialects = \"dialects\"\nscenarios = [\"builtin\"]\n").unwrap();
+    std::fs::create_dir_all(scratch.0.join("deeper")).unwrap();
+    let o = reapcheck_in(&scratch.0.join("deeper"), &["run", "grace/recent-beat"], &[]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains(&format!("SQL: sqlite from {dialects}/sqlite")), "{out}");
+    assert!(out.contains("FAIL     grace/recent-beat  on sqlite"), "{out}");
+}
+
+#[test]
+fn without_a_project_file_the_builtin_corpus_and_sql_run_and_the_header_says_so() {
+    let scratch = Scratch::new("bare");
+    let o = reapcheck_in(&scratch.0, &["run", "grace/"], &[]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    assert!(
+        out.starts_with(
+            "no reapcheck.toml; scenarios: builtin; SQL: sqlite builtin (builtin = the SQL inside reapcheck"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("ok       grace/recent-beat  on sqlite"), "{out}");
+}
+
+#[test]
+fn an_invalid_project_file_names_its_line_column_and_key() {
+    let scratch = Scratch::new("bad-config");
+    std::fs::write(scratch.0.join("reapcheck.toml"), "# targets\ntargets = [\"sqlite\", \"oracel\"]\n").unwrap();
+    let o = reapcheck_in(&scratch.0, &["run"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    let file = scratch.0.join("reapcheck.toml").display().to_string();
+    assert!(
+        stderr(&o).contains(&format!("error: {file}:2:22: key `targets`: unknown target `oracel`")),
+        "{}",
+        stderr(&o)
+    );
+    let o = reapcheck_in(&scratch.0, &["run"], &[("REAPCHECK_DB", "nope")]);
+    assert!(stderr(&o).contains("error: REAPCHECK_DB: unknown target `nope`"), "the variable wins: {}", stderr(&o));
 }
 
 #[test]
@@ -375,7 +538,8 @@ fn a_scan_row_of_an_undeclared_class_fails_the_run_without_a_panic() {
 fn reports_name_servers_and_never_count_a_skip_as_a_pass() {
     let scratch = Scratch::new("report");
     let dir = scratch.0.join("reports");
-    let o = reapcheck(&["run", "--db", "sqlite,mssql", "--report", &dir.display().to_string(), "grace/"]);
+    let o =
+        reapcheck(&["run", "--db", "sqlite,mssql", "--allow-skip", "--report", &dir.display().to_string(), "grace/"]);
     assert!(o.status.success(), "{}", stdout(&o));
     let summary = std::fs::read_to_string(dir.join("summary.txt")).unwrap();
     let n = summary.lines().find(|l| l.starts_with("model")).and_then(|l| l.split(": ").nth(1)).unwrap().to_owned();
@@ -486,7 +650,11 @@ fn coverage_fails_a_statement_that_no_scenario_executes() {
         "{out}"
     );
     assert!(!out.contains("`reap_scan` of dialect"), "reap_scan ran: {out}");
-    assert_eq!(out.lines().last(), Some("2 passed, 1 failed, 0 skipped"), "{out}");
+    assert_eq!(
+        out.lines().last(),
+        Some("model: 1 passed, 0 failed; sqlite: 1 passed, 0 failed, 0 skipped; 1 other failures"),
+        "{out}"
+    );
     // A partial corpus may say so.
     let o = reapcheck(&["run", "--scenarios", &scenarios, "--coverage-min", "0"]);
     assert!(o.status.success(), "{}", stdout(&o));
@@ -773,4 +941,101 @@ fn scenarios_at_both_ends_of_the_time_range_run_alike_on_every_target() {
             );
         }
     }
+}
+
+#[test]
+fn init_sets_up_a_repository_whose_run_passes_and_refuses_to_overwrite_without_force() {
+    let scratch = Scratch::new("init");
+    let o = reapcheck_in(&scratch.0, &["init", "--from", "postgres"], &[]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    for file in [
+        "reapcheck.toml",
+        "reapcheck/dialects/postgres/reaper.sql",
+        "reapcheck/scenarios/stopped-heartbeat.yaml",
+        "reapcheck/scenarios/snapshots/stopped-heartbeat.snap",
+    ] {
+        assert!(scratch.0.join(file).is_file(), "{file} was not written");
+    }
+    assert!(!scratch.0.join("reapcheck/dialects/mysql").exists(), "only the dialects asked for are copied");
+    let workflow = std::fs::read(scratch.0.join(".github/workflows/reapcheck.yml")).unwrap();
+    assert_eq!(workflow, std::fs::read(root().join("ci/github-actions.yml")).unwrap(), "the template, byte for byte");
+    let snap = std::fs::read_to_string(scratch.0.join("reapcheck/scenarios/snapshots/stopped-heartbeat.snap")).unwrap();
+    assert!(snap.contains("\ninput_file: reapcheck/scenarios/stopped-heartbeat.yaml\n"), "{snap}");
+    // Right after init, `run` passes: the builtin corpus plus the example,
+    // on the model and sqlite (the builtin SQL, as the header says).
+    let o = reapcheck_in(&scratch.0.join("reapcheck"), &["run"], &[]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    assert!(out.starts_with("config ") && out.lines().next().unwrap().ends_with("SQL: sqlite builtin"), "{out}");
+    assert!(out.contains("ok       stopped-heartbeat  on sqlite"), "{out}");
+    let n = scenario_count() + 1;
+    assert!(out.ends_with(&format!("model: {n} passed, 0 failed; sqlite: {n} passed, 0 failed, 0 skipped\n")), "{out}");
+    // A second init writes nothing, and says which files exist.
+    std::fs::write(scratch.0.join("reapcheck.toml"), "# mine\n").unwrap();
+    std::fs::remove_file(scratch.0.join("reapcheck/dialects/postgres/reaper.sql")).unwrap();
+    let o = reapcheck_in(&scratch.0, &["init", "--from", "postgres"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("reapcheck.toml") && stderr(&o).contains("give --force to overwrite"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!scratch.0.join("reapcheck/dialects/postgres/reaper.sql").exists(), "nothing was written");
+    assert_eq!(std::fs::read_to_string(scratch.0.join("reapcheck.toml")).unwrap(), "# mine\n");
+    let o = reapcheck_in(&scratch.0, &["init", "--from", "postgres", "--force"], &[]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(scratch.0.join("reapcheck/dialects/postgres/reaper.sql").is_file());
+    let o = reapcheck_in(&scratch.0, &["init", "--from", "oracle", "--force"], &[]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--from: unknown dialect `oracle`"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_dialect_neither_copied_nor_listed_as_builtin_is_an_error_naming_the_config() {
+    let scratch = Scratch::new("partial-port");
+    assert!(reapcheck_in(&scratch.0, &["init", "--from", "postgres"], &[]).status.success());
+    std::fs::write(
+        scratch.0.join("reapcheck.toml"),
+        "dialects = \"reapcheck/dialects\"\nscenarios = [\"reapcheck/scenarios\"]\n",
+    )
+    .unwrap();
+    let o = reapcheck_in(&scratch.0, &["run"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    let file = scratch.0.join("reapcheck.toml").display().to_string();
+    assert!(
+        stderr(&o).contains(&format!("error: {file}:1:12: key `dialects`: dialect `sqlite` is not in ")),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("list it in `builtin_dialects`"), "{}", stderr(&o));
+}
+
+#[test]
+fn every_subcommand_help_lists_examples_environment_and_exit_codes() {
+    for command in ["run", "check", "explain", "mutate", "bench", "fuzz", "init"] {
+        let o = reapcheck(&[command, "--help"]);
+        assert!(o.status.success(), "{command}");
+        let help = stdout(&o);
+        for section in ["Examples:\n", "Environment:\n", "Exit codes:\n  0  "] {
+            assert!(help.contains(section), "`{command} --help` has no {section:?}:\n{help}");
+        }
+        assert!(help.contains(&format!("reapcheck {command} ")), "`{command} --help` shows no example of itself");
+    }
+    let help = stdout(&reapcheck(&["run", "--help"]));
+    for v in ["REAPCHECK_DB", "REAPCHECK_REQUIRE", "REAPCHECK_POSTGRES_URL", "CI ", "--allow-skip"] {
+        assert!(help.contains(v), "run --help does not mention {v}:\n{help}");
+    }
+}
+
+#[test]
+fn the_build_script_reads_no_environment_so_a_changed_url_never_recompiles() {
+    // Which servers exist is decided at run time (reach::test_url); a
+    // `rerun-if-env-changed` or an environment read here would rebuild the
+    // crate whenever a REAPCHECK_*_URL changes.
+    let script = std::fs::read_to_string(root().join("harness/build.rs")).unwrap();
+    let code: String = script.lines().filter(|l| !l.trim_start().starts_with("//")).collect();
+    for forbidden in ["rerun-if-env-changed", "std::env", "env::var", "rustc-cfg"] {
+        assert!(!code.contains(forbidden), "build.rs uses {forbidden}");
+    }
+    assert!(code.contains("rerun-if-changed=../scenarios"), "the embedded corpus must rebuild when it changes");
 }

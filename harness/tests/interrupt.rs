@@ -178,9 +178,9 @@ fn closing(out: &str) -> (usize, usize, usize) {
     (n[0], n[1], n[2])
 }
 
-#[cfg_attr(not(live_postgres), ignore = "REAPCHECK_POSTGRES_URL was not set when the tests were built")]
 #[tokio::test(flavor = "multi_thread")]
 async fn sigint_or_sigterm_mid_run_drops_the_namespaces_in_flight_prints_the_summary_and_exits_130() {
+    let Some(_url) = reapcheck::reach::test_url(reapcheck::target::Target::Postgres) else { return };
     let pg = PrivatePostgres::start(55433);
     let reports = pg.dir.join("reports");
     let run = Run::start(&pg.url(), &["--report", &reports.display().to_string()]);
@@ -207,9 +207,9 @@ async fn sigint_or_sigterm_mid_run_drops_the_namespaces_in_flight_prints_the_sum
     assert_eq!(pg.namespaces().await, Vec::<String>::new(), "schemas left behind after SIGTERM");
 }
 
-#[cfg_attr(not(live_postgres), ignore = "REAPCHECK_POSTGRES_URL was not set when the tests were built")]
 #[tokio::test(flavor = "multi_thread")]
 async fn namespaces_left_by_a_killed_run_are_removed_by_the_next_one() {
+    let Some(_url) = reapcheck::reach::test_url(reapcheck::target::Target::Postgres) else { return };
     let pg = PrivatePostgres::start(55434);
     // A kill between two runs leaves nothing; a few tries catch runs in flight.
     let mut left = Vec::new();
@@ -232,9 +232,9 @@ async fn namespaces_left_by_a_killed_run_are_removed_by_the_next_one() {
     assert_eq!(pg.namespaces().await, Vec::<String>::new(), "schemas left behind");
 }
 
-#[cfg_attr(not(live_postgres), ignore = "REAPCHECK_POSTGRES_URL was not set when the tests were built")]
 #[tokio::test(flavor = "multi_thread")]
 async fn a_server_stopped_mid_run_fails_the_remaining_scenarios_at_once() {
+    let Some(_url) = reapcheck::reach::test_url(reapcheck::target::Target::Postgres) else { return };
     let pg = PrivatePostgres::start(55435);
     let run = Run::start(&pg.url(), &[]);
     run.wait_for_cases(5);
@@ -317,9 +317,9 @@ impl Drop for PrivateMariadb {
     }
 }
 
-#[cfg_attr(not(live_mariadb), ignore = "REAPCHECK_MARIADB_URL was not set when the tests were built")]
 #[tokio::test(flavor = "multi_thread")]
 async fn on_mariadb_sigint_leaves_nothing_and_a_killed_runs_leftovers_are_removed() {
+    let Some(_url) = reapcheck::reach::test_url(reapcheck::target::Target::Mariadb) else { return };
     let db = PrivateMariadb::start(55436).await;
     let run = Run::start_on("mariadb", &db.url(), &[]);
     run.wait_for_cases_on("mariadb", 5);

@@ -412,11 +412,9 @@ mod tests {
     /// The server of `REAPCHECK_POSTGRES_URL`, or `None` (and a line saying
     /// so) when it is not set.
     async fn server() -> Option<Server> {
-        // Live tests are ignored unless the variable was set when they were
-        // built (build.rs); one run without it now fails, never passes empty.
-        let Some(url) = std::env::var(URL_VARIABLE).ok().filter(|u| !u.trim().is_empty()) else {
-            panic!("{URL_VARIABLE} was set when these tests were built but is not set now");
-        };
+        // Decided at run time: skipped without the URL, failing when
+        // REAPCHECK_REQUIRE names postgres (crate::reach::test_url).
+        let url = crate::reach::test_url(crate::target::Target::Postgres)?;
         Some(backend::postgres(&url).await.unwrap_or_else(|e| panic!("{URL_VARIABLE} is set but unreachable: {e}")))
     }
 
@@ -514,7 +512,6 @@ mod tests {
         assert!(e.message.contains("within 0.3 s") && !e.message.contains("hunter2"), "{e}");
     }
 
-    #[cfg_attr(not(live_postgres), ignore = "REAPCHECK_POSTGRES_URL was not set when the tests were built")]
     #[tokio::test]
     async fn the_server_reports_its_product_and_refuses_the_other_one() {
         let Some(server) = server().await else { return };
@@ -528,7 +525,6 @@ mod tests {
         assert!(e.message.contains("not cockroach"), "{e}");
     }
 
-    #[cfg_attr(not(live_postgres), ignore = "REAPCHECK_POSTGRES_URL was not set when the tests were built")]
     #[tokio::test]
     async fn server_errors_hide_the_password() {
         if server().await.is_none() {
@@ -554,7 +550,6 @@ mod tests {
         sqlx::query_scalar::<_, String>("SHOW TimeZone").fetch_one(&mut *c.conn).await.expect("a time zone")
     }
 
-    #[cfg_attr(not(live_postgres), ignore = "REAPCHECK_POSTGRES_URL was not set when the tests were built")]
     #[tokio::test]
     async fn a_reused_connection_has_the_session_defaults() {
         let Some(server) = server().await else { return };
@@ -607,10 +602,9 @@ mod tests {
         panic!("{role} still has sessions after 5 s");
     }
 
-    #[cfg_attr(not(live_postgres), ignore = "REAPCHECK_POSTGRES_URL was not set when the tests were built")]
     #[tokio::test(flavor = "multi_thread")]
     async fn a_role_limited_to_five_sessions_runs_four_at_once_and_a_refusal_is_named() {
-        let url = std::env::var(URL_VARIABLE).expect("set when built");
+        let Some(url) = crate::reach::test_url(crate::target::Target::Postgres) else { return };
         let mut admin = PgConnectOptions::from_str(&url).expect("a url").connect().await.expect("admin connects");
         let role = format!("rc_limited_{}", std::process::id());
         // Test probes: a role of this test's own, dropped at the end.
@@ -661,7 +655,6 @@ mod tests {
         kinds.iter().zip(NAMES).map(|(kind, name)| Column { name, kind: *kind, nullable: true }).collect()
     }
 
-    #[cfg_attr(not(live_postgres), ignore = "REAPCHECK_POSTGRES_URL was not set when the tests were built")]
     #[tokio::test]
     async fn integers_of_every_width_whole_numerics_and_naive_timestamps_decode() {
         let Some(server) = server().await else { return };
@@ -688,7 +681,6 @@ mod tests {
         conn.close().await;
     }
 
-    #[cfg_attr(not(live_postgres), ignore = "REAPCHECK_POSTGRES_URL was not set when the tests were built")]
     #[tokio::test]
     async fn a_serialization_failure_is_retried_a_bounded_number_of_times() {
         let Some(server) = server().await else { return };
@@ -722,7 +714,6 @@ mod tests {
         .await;
     }
 
-    #[cfg_attr(not(live_postgres), ignore = "REAPCHECK_POSTGRES_URL was not set when the tests were built")]
     #[tokio::test]
     async fn naive_utc_binds_instants_as_timestamp() {
         let Some(server) = server().await else { return };
@@ -797,7 +788,6 @@ mod tests {
         }
     }
 
-    #[cfg_attr(not(live_postgres), ignore = "REAPCHECK_POSTGRES_URL was not set when the tests were built")]
     #[tokio::test]
     async fn instants_round_trip_to_the_microsecond_in_any_session_time_zone() {
         let Some(server) = server().await else { return };
@@ -981,7 +971,6 @@ expect:
         }
     }
 
-    #[cfg_attr(not(live_postgres), ignore = "REAPCHECK_POSTGRES_URL was not set when the tests were built")]
     #[tokio::test]
     async fn scenarios_give_the_models_outcome() {
         let Some(server) = server().await else { return };
@@ -1010,7 +999,6 @@ expect:
         patched
     }
 
-    #[cfg_attr(not(live_postgres), ignore = "REAPCHECK_POSTGRES_URL was not set when the tests were built")]
     #[tokio::test]
     async fn the_cockroach_sql_gives_the_models_outcome_on_postgresql() {
         // CockroachDB cannot run here. Its statements, but for the STRING

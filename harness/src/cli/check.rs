@@ -2,8 +2,6 @@
 
 use std::process::ExitCode;
 
-use reapcheck::dialect::dialect_names;
-
 use super::inputs::report;
 use super::{EXIT_INVALID, Inputs};
 
@@ -18,7 +16,13 @@ pub struct CheckArgs {
 /// exit 2 if any is invalid.
 pub fn check(args: CheckArgs) -> ExitCode {
     let scenarios = args.inputs.scenarios(&[], false);
-    let names = dialect_names(&args.inputs.source());
+    let names = match args.inputs.dialect_names() {
+        Ok(n) => n,
+        Err(e) => {
+            report(&e);
+            return ExitCode::from(EXIT_INVALID);
+        }
+    };
     let dialects = args.inputs.dialects(&names.iter().map(String::as_str).collect::<Vec<_>>());
     let mut invalid = false;
     if let Err(e) = &scenarios {

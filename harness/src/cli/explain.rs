@@ -128,10 +128,7 @@ fn find(args: &ExplainArgs) -> Result<LoadedScenario, String> {
         return parse_file(&name, &as_path)
             .map_err(|errors| errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\nerror: "));
     }
-    let all = args
-        .inputs
-        .scenarios(&[], false)
-        .map_err(|errors| errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\nerror: "))?;
+    let all = args.inputs.scenarios(&[], false).map_err(|errors| errors.join("\nerror: "))?;
     if let Some(exact) = all.iter().find(|s| s.name == args.scenario) {
         return Ok(exact.clone());
     }
@@ -141,7 +138,7 @@ fn find(args: &ExplainArgs) -> Result<LoadedScenario, String> {
         0 => Err(format!(
             "no scenario file or name `{}` in {}: give a path to a .yaml file or a scenario name as `run` lists it",
             args.scenario,
-            args.inputs.scenarios.display()
+            args.inputs.scenarios_shown()
         )),
         _ => Err(format!(
             "`{}` names {} scenarios ({}): give the whole name",

@@ -62,7 +62,7 @@ pub fn fuzz(args: FuzzArgs) -> ExitCode {
     if args.cases == 0 {
         return invalid("--cases 0 would compare nothing: give at least 1".to_owned());
     }
-    let inputs = super::Inputs { scenarios: PathBuf::from("scenarios"), dialects: args.dialects.clone() };
+    let inputs = super::Inputs { scenarios: None, dialects: args.dialects.clone() };
     let mut names: Vec<&str> = targets.iter().map(|t| t.dialect()).collect();
     names.sort_unstable();
     names.dedup();

@@ -5,6 +5,8 @@ mod bench;
 mod check;
 mod explain;
 mod fuzz;
+mod help;
+mod init;
 mod inputs;
 mod mutate;
 mod race;
@@ -23,38 +25,52 @@ pub const EXIT_INVALID: u8 = 2;
 
 /// Conformance harness for the reapers of SQL-backed job queues.
 #[derive(Parser, Debug)]
-#[command(name = "reapcheck", version, about)]
+#[command(
+    name = "reapcheck",
+    version,
+    about,
+    after_help = "Run `reapcheck <command> --help` for examples, environment variables and exit codes."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
-/// Where scenarios and dialects come from.
+/// Where scenarios and dialects come from; unset, from `REAPCHECK_SCENARIOS`
+/// and `REAPCHECK_DIALECTS`, then `reapcheck.toml` (see `config`).
 #[derive(clap::Args, Debug, Clone)]
 pub struct Inputs {
-    /// Folder of scenario files.
-    #[arg(long, default_value = "scenarios")]
-    pub scenarios: PathBuf,
-    /// Folder holding one sub-folder of SQL per dialect, instead of the copy
-    /// built into reapcheck.
-    #[arg(long)]
+    /// Scenario sets, comma-separated: `builtin` (the corpus inside
+    /// reapcheck) and/or folders of scenario files [default: from
+    /// reapcheck.toml, else builtin].
+    #[arg(long, value_name = "SETS")]
+    pub scenarios: Option<String>,
+    /// Folder holding one sub-folder of SQL per dialect (`builtin`: the copy
+    /// built into reapcheck) [default: from reapcheck.toml, else builtin].
+    #[arg(long, value_name = "DIR")]
     pub dialects: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Run scenarios on the model and on database targets.
+    #[command(after_help = help::RUN)]
     Run(run::RunArgs),
     /// Validate every scenario and dialect without running anything.
+    #[command(after_help = help::CHECK)]
     Check(check::CheckArgs),
     /// Show the model's reasoning for one scenario file, step by step.
+    #[command(after_help = help::EXPLAIN)]
     Explain(explain::ExplainArgs),
     /// Run the corpus against known-bad edits of each target's SQL.
+    #[command(after_help = help::MUTATE)]
     Mutate(mutate::MutateArgs),
     /// Measure the setup, run and teardown time of scenario runs per target.
+    #[command(after_help = help::BENCH)]
     Bench(bench::BenchArgs),
     /// Differential property testing: generated scenarios on the model and
     /// each target; a difference is shrunk and saved as a scenario file.
+    #[command(after_help = help::FUZZ)]
     Fuzz(fuzz::FuzzArgs),
     /// Merge CI legs' outcome files (`run --report`) into one matrix and
     /// fail on a missing or empty leg, another corpus, a failure, or an
@@ -63,6 +79,10 @@ enum Command {
     /// Real concurrency on live servers: workers and reapers on their own
     /// connections for a bounded time, every operation checked.
     Race(race::RaceArgs),
+    /// Set reapcheck up in your repository: reapcheck.toml, dialect copies
+    /// to port, an example regression and a CI workflow.
+    #[command(after_help = help::INIT)]
+    Init(init::InitArgs),
 }
 
 /// Parses the arguments and runs the command.
@@ -77,5 +97,6 @@ pub fn main() -> ExitCode {
         Command::Fuzz(args) => fuzz::fuzz(args),
         Command::Verdict(args) => verdict::verdict(args),
         Command::Race(args) => race::race(args),
+        Command::Init(args) => init::init(args),
     }
 }

@@ -150,7 +150,8 @@ fn plan(inputs: &Inputs, dialect: Dialect, listing: bool) -> Result<Plan, Vec<St
     }
     let generation = generate(&dialect, Grammar::for_dialect(&dialect.name));
     let file = format!("{}/{}", dialect.name, equivalent::FILE);
-    let text = read_extra(&inputs.source(), &dialect.name, equivalent::FILE).map_err(|e| vec![e.to_string()])?;
+    let source = inputs.dialect_source(&dialect.name).map_err(|e| vec![e])?;
+    let text = read_extra(&source, &dialect.name, equivalent::FILE).map_err(|e| vec![e.to_string()])?;
     let equivalent = match equivalent::check(
         &file,
         text.as_deref().unwrap_or_default(),

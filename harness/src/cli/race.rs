@@ -138,7 +138,7 @@ pub fn race(args: RaceArgs) -> ExitCode {
             return invalid(format!("{}: {why}", target.url_variable()));
         }
     }
-    let inputs = super::Inputs { scenarios: PathBuf::from("scenarios"), dialects: args.dialects.clone() };
+    let inputs = super::Inputs { scenarios: None, dialects: args.dialects.clone() };
     let mut names: Vec<&str> = targets.iter().map(|t| t.dialect()).collect();
     names.sort_unstable();
     names.dedup();

@@ -1,5 +1,8 @@
 //! `reapcheck run`: scenarios on the model and the chosen targets, one line
-//! per scenario and target, and the closing `N passed, M failed, K skipped`.
+//! per scenario and target, and a closing line that counts the model and
+//! each database target apart (`model: N passed, 0 failed; sqlite: N
+//! passed, 0 failed, 0 skipped`), so that model checks are never counted
+//! under a database's name.
 
 use std::panic::AssertUnwindSafe;
 use std::process::ExitCode;
@@ -26,14 +29,29 @@ use super::{EXIT_FAILED, EXIT_INVALID, Inputs};
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
     /// Targets, comma-separated: sqlite, postgres, mariadb, mysql, cockroach,
-    /// mssql, or `all`.
-    #[arg(long, default_value = "sqlite")]
-    db: String,
+    /// mssql, or `all` alone (runs what it can reach, lists what it skipped)
+    /// [default: REAPCHECK_DB, else `targets` in reapcheck.toml, else sqlite].
+    /// A target named here that cannot be reached fails the run.
+    #[arg(long, value_name = "TARGETS")]
+    db: Option<String>,
+    /// Targets that must run, comma-separated; each must be selected
+    /// [default: REAPCHECK_REQUIRE, else `required` in reapcheck.toml].
+    #[arg(long, value_name = "TARGETS")]
+    require: Option<String>,
+    /// Report a named target that cannot be reached as skipped instead of
+    /// failing (never a required one).
+    #[arg(long)]
+    allow_skip: bool,
     #[command(flatten)]
     inputs: Inputs,
     /// Write the snapshot of every scenario that has none, from the model.
     #[arg(long)]
     accept: bool,
+    /// With --accept: also replace snapshots that differ from the model's
+    /// outcome (where the scenario's `expect` holds). Narrow it with
+    /// filters, e.g. `--accept --force --exact grace/floor`.
+    #[arg(long, requires = "accept")]
+    force: bool,
     /// Filters match whole scenario names instead of parts of them.
     #[arg(long)]
     exact: bool,
@@ -66,16 +84,21 @@ pub struct RunArgs {
     filters: Vec<String>,
 }
 
-/// Counts for the closing line.
-#[derive(Default)]
-struct Tally {
+/// The server of a case whose target was skipped.
+const NOT_RUN: &str = "not run";
+/// The server of a case whose target could not be reached.
+const NOT_REACHED: &str = "not reached";
+
+/// Counts of one target (or the model) for the closing line.
+#[derive(Default, Clone, Copy)]
+struct Counts {
     passed: usize,
     failed: usize,
     skipped: usize,
     new: usize,
 }
 
-impl Tally {
+impl Counts {
     fn add(&mut self, verdict: &Verdict) {
         match verdict {
             Verdict::Ok | Verdict::Diverged(_) => self.passed += 1,
@@ -89,9 +112,78 @@ impl Tally {
     }
 }
 
-/// The targets named by `--db`.
+/// The closing line's counts: the model and each target apart, in order.
+#[derive(Default)]
+struct Tally {
+    rows: Vec<(String, Counts)>,
+    /// Failures outside any case (coverage, reports).
+    other_failed: usize,
+    /// Some database target was reached and ran SQL.
+    sql_ran: bool,
+}
+
+impl Tally {
+    fn add(&mut self, target: &str, verdict: &Verdict) {
+        let index = match self.rows.iter().position(|(t, _)| t == target) {
+            Some(i) => i,
+            None => {
+                self.rows.push((target.to_owned(), Counts::default()));
+                self.rows.len() - 1
+            }
+        };
+        self.rows[index].1.add(verdict);
+    }
+
+    /// Adds a case record; a target's case ran SQL unless it was not reached.
+    fn add_record(&mut self, r: &CaseRecord) {
+        self.add(&r.target, &r.verdict);
+        if r.target != "model" && !matches!(r.server.as_str(), NOT_RUN | NOT_REACHED) {
+            self.sql_ran = true;
+        }
+    }
+
+    fn failed(&self) -> usize {
+        self.rows.iter().map(|(_, c)| c.failed).sum::<usize>() + self.other_failed
+    }
+
+    fn without_snapshot(&self) -> usize {
+        self.rows.iter().map(|(_, c)| c.new).sum()
+    }
+
+    /// `model: 132 passed, 0 failed; sqlite: 132 passed, 0 failed, 0 skipped`
+    /// (and `, N other failures` when coverage or reports failed).
+    fn line(&self) -> String {
+        let mut parts: Vec<String> = self
+            .rows
+            .iter()
+            .map(|(t, c)| {
+                if t == "model" {
+                    format!("model: {} passed, {} failed", c.passed, c.failed)
+                } else {
+                    format!("{t}: {} passed, {} failed, {} skipped", c.passed, c.failed, c.skipped)
+                }
+            })
+            .collect();
+        if !self.sql_ran {
+            parts.push("no SQL ran on any database".to_owned());
+        }
+        let mut line = parts.join("; ");
+        if self.other_failed > 0 {
+            line.push_str(&format!("; {} other failures", self.other_failed));
+        }
+        line
+    }
+}
+
+/// The targets named by `--db` (`all` alone, or names).
 pub fn parse_targets(list: &str) -> Result<Vec<Target>, String> {
-    if list == "all" {
+    let names: Vec<&str> = list.split(',').map(str::trim).filter(|s| !s.is_empty()).collect();
+    if names.contains(&"all") {
+        if names.len() > 1 {
+            return Err(format!(
+                "`all` cannot be combined with other targets in --db {list}: give `--db all` alone, or list the targets"
+            ));
+        }
         return Ok(Target::ALL.to_vec());
     }
     let mut targets = Vec::new();
@@ -120,19 +212,35 @@ pub fn run(args: RunArgs) -> ExitCode {
     {
         return invalid(format!("cannot remove the previous reports in {}: {e}", dir.display()));
     }
-    let targets = match parse_targets(&args.db) {
-        Ok(t) => t,
-        Err(e) => return invalid(e),
+    let project = match args.inputs.project() {
+        Ok(p) => p,
+        Err(e) => return invalid(e.join("\n")),
     };
-    let required = match reach::required_targets() {
-        Ok(r) => r,
-        Err(e) => return invalid(e),
+    let (selection, required) = match (project.targets(args.db.as_deref()), project.required(args.require.as_deref())) {
+        (Ok(s), Ok(r)) => (s, r),
+        (Err(e), _) | (_, Err(e)) => return invalid(e.to_string()),
     };
+    let targets = selection.value.targets.clone();
+    let required_targets = required.value.targets.clone();
+    let unselected: Vec<&str> = required_targets.iter().filter(|t| !targets.contains(t)).map(|t| t.name()).collect();
+    if !unselected.is_empty() {
+        return invalid(format!(
+            "{}: requires {}, which the targets ({}, from {}) do not include: add it to --db, or stop requiring it",
+            required.origin,
+            unselected.join(", "),
+            targets.iter().map(|t| t.name()).collect::<Vec<_>>().join(","),
+            selection.origin
+        ));
+    }
+    // Targets whose skip fails the run: the required ones, and every one
+    // named explicitly unless `all` chose them or --allow-skip is given.
+    let must_run: Vec<Target> =
+        if selection.value.all || args.allow_skip { required_targets.clone() } else { targets.clone() };
     let scenarios = match args.inputs.scenarios(&args.filters, args.exact) {
         Ok(s) if s.is_empty() => {
             return invalid(format!(
                 "no scenario in {} matches {:?}: nothing would run",
-                args.inputs.scenarios.display(),
+                args.inputs.scenarios_shown(),
                 args.filters
             ));
         }
@@ -151,12 +259,22 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(EXIT_INVALID);
         }
     };
+    println!("{}", args.inputs.describe_sql(&dialect_names));
+    let root = project.root.clone();
+    let plan = Plan {
+        scenarios: &scenarios,
+        targets: &targets,
+        must_run: &must_run,
+        required: &required_targets,
+        dialects: &dialects,
+        root: &root,
+    };
     interrupt::install();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime starts");
-    let (records, coverages) = runtime.block_on(run_all(&args, &scenarios, &targets, &required, &dialects));
+    let (records, coverages) = runtime.block_on(run_all(&args, &plan));
     let mut tally = Tally::default();
-    records.iter().for_each(|r| tally.add(&r.verdict));
-    tally.failed += check_coverage(&args, &coverages);
+    records.iter().for_each(|r| tally.add_record(r));
+    tally.other_failed += check_coverage(&args, &coverages);
     let interrupted = interrupt::interrupted();
     if let Some(signal) = interrupted {
         println!(
@@ -166,7 +284,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     if let Some(dir) = &args.report {
         let corpus = outcomes::corpus_hash(scenarios.iter().map(|s| (s.name.as_str(), s.path.as_path())));
         let run = outcomes::RunInfo {
-            leg: args.leg.clone().unwrap_or_else(|| args.db.clone()),
+            leg: args.leg.clone().unwrap_or_else(|| targets.iter().map(|t| t.name()).collect::<Vec<_>>().join(",")),
             corpus_hash: corpus.unwrap_or_else(|e| format!("unreadable: {e}")),
             interrupted: interrupted.map(str::to_owned),
         };
@@ -174,31 +292,39 @@ pub fn run(args: RunArgs) -> ExitCode {
             Ok(()) => println!("reports written to {}", dir.display()),
             Err(e) => {
                 eprintln!("error: cannot write reports to {}: {e}", dir.display());
-                tally.failed += 1;
+                tally.other_failed += 1;
             }
         }
     }
-    if tally.new > 0 && !args.accept {
+    if tally.without_snapshot() > 0 && !args.accept {
         println!(
             "{} results have no committed snapshot yet: `reapcheck run --accept` writes them (or `cargo insta review` after the tests)",
-            tally.new
+            tally.without_snapshot()
         );
     }
     print!("{}", report::failure_list(&records));
-    println!("{} passed, {} failed, {} skipped", tally.passed, tally.failed, tally.skipped);
+    println!("{}", tally.line());
     if interrupted.is_some() {
         return ExitCode::from(interrupt::EXIT_INTERRUPTED);
     }
-    if tally.failed > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
+    if tally.failed() > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
 }
 
-async fn run_all(
-    args: &RunArgs,
-    scenarios: &[LoadedScenario],
-    targets: &[Target],
-    required: &[Target],
-    dialects: &[Dialect],
-) -> (Vec<CaseRecord>, Vec<Coverage>) {
+/// What a run plays, resolved from the arguments and the project.
+struct Plan<'a> {
+    scenarios: &'a [LoadedScenario],
+    targets: &'a [Target],
+    /// Targets whose skip is a failure.
+    must_run: &'a [Target],
+    /// Targets that are required (a subset of `must_run`).
+    required: &'a [Target],
+    dialects: &'a [Dialect],
+    /// The project root, against which snapshots name their scenario.
+    root: &'a std::path::Path,
+}
+
+async fn run_all(args: &RunArgs, plan: &Plan<'_>) -> (Vec<CaseRecord>, Vec<Coverage>) {
+    let Plan { scenarios, targets, must_run, required, dialects, root } = *plan;
     let mut records = Vec::new();
     let mut coverages = Vec::new();
     let mut models = Vec::with_capacity(scenarios.len());
@@ -222,16 +348,22 @@ async fn run_all(
                 continue;
             }
         };
-        if args.accept && model.verdict == Verdict::New {
+        let replace = args.force && model.stale;
+        if args.accept && (model.verdict == Verdict::New || replace) {
             let path = snapshot::path(&s.path, None);
-            match snapshot::write(&path, &s.path, &model.yaml) {
+            match snapshot::write(&path, &snapshot::input_file(&s.path, root), &model.yaml) {
                 Ok(()) => {
-                    println!("wrote {}", path.display());
+                    println!("{} {}", if replace { "replaced" } else { "wrote" }, path.display());
                     model.snapshot = Some(model.yaml.clone());
+                    model.stale = false;
+                    if replace {
+                        model.verdict = Verdict::Ok;
+                    }
                 }
                 Err(e) => model.verdict = Verdict::Fail(format!("cannot write {}: {e}", path.display())),
             }
         }
+        model.verdict = runner::under_ci(model.verdict, &format!("reapcheck run --accept --exact {}", s.name));
         let hash = Some(outcomes::hash(model.yaml.as_bytes()));
         let record = record(s, "model", "model", model.verdict.clone(), started, hash, args);
         progress.suspend(|| print_line(&record, s));
@@ -246,25 +378,31 @@ async fn run_all(
             records.extend(
                 scenarios
                     .iter()
-                    .map(|s| record(s, target.name(), "not run", verdict.clone(), Instant::now(), None, args)),
+                    .map(|s| record(s, target.name(), NOT_RUN, verdict.clone(), Instant::now(), None, args)),
             );
             continue;
         }
         let (mut server, _container) = match reach::reach(target).await {
             Reach::Ready(server, keep) => (server, keep),
-            Reach::Skipped(reason) if !required.contains(&target) => {
+            Reach::Skipped(reason) if !must_run.contains(&target) => {
                 progress.suspend(|| println!("skipped: {target} ({} scenarios): {reason}", scenarios.len()));
                 progress.inc(scenarios.len() as u64);
                 let verdict = Verdict::Skipped(reason);
                 records.extend(
                     scenarios
                         .iter()
-                        .map(|s| record(s, target.name(), "not run", verdict.clone(), Instant::now(), None, args)),
+                        .map(|s| record(s, target.name(), NOT_RUN, verdict.clone(), Instant::now(), None, args)),
                 );
                 continue;
             }
-            Reach::Skipped(reason) | Reach::Unreachable(reason) => {
-                let why = if required.contains(&target) { " (required by REAPCHECK_REQUIRE)" } else { "" };
+            reached @ (Reach::Skipped(_) | Reach::Unreachable(_)) => {
+                let (why, reason) = match reached {
+                    _ if required.contains(&target) => (" (required)", reached.reason()),
+                    Reach::Skipped(reason) => {
+                        (" (named as a target: give --allow-skip to report it skipped, or `--db all`)", reason)
+                    }
+                    _ => ("", reached.reason()),
+                };
                 progress
                     .suspend(|| println!("FAIL     {target}{why} ({} scenarios not run): {reason}", scenarios.len()));
                 progress.inc(scenarios.len() as u64);
@@ -272,7 +410,7 @@ async fn run_all(
                 records.extend(
                     scenarios
                         .iter()
-                        .map(|s| record(s, target.name(), "not reached", verdict.clone(), Instant::now(), None, args)),
+                        .map(|s| record(s, target.name(), NOT_REACHED, verdict.clone(), Instant::now(), None, args)),
                 );
                 continue;
             }
@@ -331,8 +469,10 @@ async fn run_all(
                 let mut verdict = run.verdict;
                 let declared = s.scenario.divergence.keys().any(|t| t.as_str() == target.name());
                 if let (true, Verdict::New, true, Some(yaml)) = (args.accept, &verdict, declared, &run.yaml) {
-                    verdict = accept_divergence(s, target, yaml);
+                    verdict = accept_divergence(s, target, yaml, root);
                 }
+                let accept = format!("reapcheck run --db {target} --accept --exact {}", s.name);
+                let verdict = runner::under_ci(verdict, &accept);
                 // Hashes are comparable across targets only under the reference profile.
                 let hash = run.yaml.as_ref().filter(|_| dialect.profile.is_reference());
                 let hash = hash.map(|y| outcomes::hash(y.as_bytes()));
@@ -431,9 +571,9 @@ fn record(
 }
 
 /// Writes a declared divergence's own snapshot from the target's outcome.
-fn accept_divergence(s: &LoadedScenario, target: Target, yaml: &str) -> Verdict {
+fn accept_divergence(s: &LoadedScenario, target: Target, yaml: &str, root: &std::path::Path) -> Verdict {
     let path = snapshot::path(&s.path, Some(target.name()));
-    match snapshot::write(&path, &s.path, yaml) {
+    match snapshot::write(&path, &snapshot::input_file(&s.path, root), yaml) {
         Ok(()) => {
             println!("wrote {}", path.display());
             Verdict::New
@@ -467,8 +607,8 @@ fn rerun_command(target: &str, s: &LoadedScenario, args: &RunArgs) -> String {
     let mut cmd = String::from("reapcheck run");
     let db = if target == "model" { "sqlite" } else { target };
     cmd.push_str(&format!(" --db {db}"));
-    if args.inputs.scenarios != std::path::Path::new("scenarios") {
-        cmd.push_str(&format!(" --scenarios {}", args.inputs.scenarios.display()));
+    if let Some(sets) = &args.inputs.scenarios {
+        cmd.push_str(&format!(" --scenarios {sets}"));
     }
     if let Some(d) = &args.inputs.dialects {
         cmd.push_str(&format!(" --dialects {}", d.display()));
@@ -487,5 +627,21 @@ mod tests {
         assert_eq!(parse_targets("all").unwrap().len(), 6);
         assert!(parse_targets("oracle").unwrap_err().contains("unknown target `oracle`"));
         assert!(parse_targets("").is_err());
+        assert!(parse_targets("all,sqlite").unwrap_err().contains("`all` cannot be combined"));
+    }
+
+    #[test]
+    fn the_closing_line_counts_the_model_apart_from_each_target() {
+        let mut tally = Tally::default();
+        tally.add("model", &Verdict::Ok);
+        tally.add("mssql", &Verdict::Skipped("no URL".into()));
+        assert_eq!(
+            tally.line(),
+            "model: 1 passed, 0 failed; mssql: 0 passed, 0 failed, 1 skipped; no SQL ran on any database"
+        );
+        tally.add("sqlite", &Verdict::Fail("x".into()));
+        assert_eq!(tally.failed(), 1);
+        tally.sql_ran = true;
+        assert!(tally.line().ends_with("; sqlite: 0 passed, 1 failed, 0 skipped"), "{}", tally.line());
     }
 }

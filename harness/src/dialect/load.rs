@@ -270,6 +270,20 @@ pub fn read_extra(source: &Source, name: &str, file: &str) -> Result<Option<Stri
     }
 }
 
+/// Every file of the embedded dialect `name` (its SQL, `dialect.toml`,
+/// declarations), as (file name, contents), sorted; empty for an unknown
+/// name. `reapcheck init --from` copies these.
+pub fn embedded_files(name: &str) -> Vec<(String, &'static [u8])> {
+    let mut files: Vec<(String, &'static [u8])> = EMBEDDED
+        .get_dir(name)
+        .into_iter()
+        .flat_map(|d| d.files())
+        .map(|f| (f.path().file_name().expect("files have names").to_string_lossy().into_owned(), f.contents()))
+        .collect();
+    files.sort();
+    files
+}
+
 /// The dialect folders present in `source`, sorted.
 pub fn dialect_names(source: &Source) -> Vec<String> {
     let mut names: Vec<String> = match source {

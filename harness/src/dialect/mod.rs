@@ -12,5 +12,5 @@ mod split;
 pub mod text;
 
 pub use error::{DialectError, DialectErrorKind};
-pub use load::{Dialect, Source, Statement, dialect_names, read_extra};
+pub use load::{Dialect, Source, Statement, dialect_names, embedded_files, read_extra};
 pub use profile::Profile;

@@ -1,0 +1,137 @@
+//! The text under each subcommand's `--help`: examples, the environment
+//! variables it reads, and its exit codes. A test checks every subcommand
+//! shows all three.
+
+/// Variables every command that reads scenarios or dialects honours.
+macro_rules! inputs_env {
+    () => {
+        "  REAPCHECK_SCENARIOS   scenario sets when --scenarios is not given (`builtin`, folders)\n  \
+         REAPCHECK_DIALECTS    dialects folder when --dialects is not given (`builtin`: the SQL inside reapcheck)\n"
+    };
+}
+
+/// Variables naming each target's server.
+macro_rules! url_env {
+    () => {
+        "  REAPCHECK_POSTGRES_URL, REAPCHECK_MARIADB_URL, REAPCHECK_MYSQL_URL,\n  \
+         REAPCHECK_COCKROACH_URL, REAPCHECK_MSSQL_URL\n                        \
+         each target's server (passwords are never printed); sqlite is embedded\n"
+    };
+}
+
+/// Where settings come from, in order.
+macro_rules! order {
+    () => {
+        "Settings resolve in one order: flag, then environment variable, then reapcheck.toml\n\
+         (found in this folder or the nearest one above), then default.\n"
+    };
+}
+
+/// `run`.
+pub const RUN: &str = concat!(
+    "Examples:\n  \
+     reapcheck run                                   # the project's targets (default: sqlite) and scenarios\n  \
+     reapcheck run grace/                            # only scenarios whose name contains grace/\n  \
+     reapcheck run --db sqlite,postgres,mariadb      # each named target must be reachable\n  \
+     reapcheck run --db all --report reports         # what can be reached; lists what was skipped\n  \
+     reapcheck run --accept --exact grace/floor      # write a missing snapshot\n  \
+     reapcheck run --accept --force --exact grace/floor   # replace a snapshot that differs\n\n",
+    order!(),
+    "\nEnvironment:\n  \
+     REAPCHECK_DB          targets when --db is not given\n  \
+     REAPCHECK_REQUIRE     targets that must run (a skip fails) when --require is not given\n",
+    inputs_env!(),
+    url_env!(),
+    "  CI                    `true`: a scenario without a committed snapshot fails\n\n\
+     Exit codes:\n  \
+     0  every case passed on the model and on every target that had to run\n  \
+     1  a case failed, a named or required target could not run, or coverage fell short\n  \
+     2  invalid input (scenario, dialect, reapcheck.toml, flag or variable); nothing ran\n"
+);
+
+/// `check`.
+pub const CHECK: &str = concat!(
+    "Examples:\n  \
+     reapcheck check                                 # the project's scenarios and dialects\n  \
+     reapcheck check --dialects my-port              # lint a port: every statement present\n\n",
+    order!(),
+    "\nEnvironment:\n",
+    inputs_env!(),
+    "\nExit codes:\n  \
+     0  every scenario and dialect is valid\n  \
+     2  something is invalid (each problem with file:line:column), or the dialects folder is missing or empty\n"
+);
+
+/// `explain`.
+pub const EXPLAIN: &str = concat!(
+    "Examples:\n  \
+     reapcheck explain grace/never-beat              # the model's reasoning, step by step\n  \
+     reapcheck explain scenarios/x.yaml --db sqlite  # with the target's SQL under each step\n\n",
+    order!(),
+    "\nEnvironment:\n",
+    inputs_env!(),
+    url_env!(),
+    "\nExit codes:\n  \
+     0  explained (and, with --db, the target agreed with the model)\n  \
+     1  with --db, the target parts from the model\n  \
+     2  no such scenario, or invalid input\n"
+);
+
+/// `mutate`.
+pub const MUTATE: &str = concat!(
+    "Examples:\n  \
+     reapcheck mutate --db sqlite                    # every mutant must be killed\n  \
+     reapcheck mutate --db postgres --list           # ids and hashes, for equivalent-mutants.yaml\n\n",
+    order!(),
+    "\nEnvironment:\n  \
+     REAPCHECK_REQUIRE     targets whose skip is a failure\n",
+    inputs_env!(),
+    url_env!(),
+    "\nExit codes:\n  \
+     0  every mutant not declared equivalent was killed\n  \
+     1  a mutant survived, the unmutated SQL failed, or a target could not run\n  \
+     2  invalid input, or a stale equivalence declaration\n"
+);
+
+/// `bench`.
+pub const BENCH: &str = concat!(
+    "Examples:\n  \
+     reapcheck bench --db sqlite                     # setup, run, teardown per scenario run\n  \
+     reapcheck bench --db sqlite,postgres\n\n",
+    order!(),
+    "\nEnvironment:\n  \
+     REAPCHECK_REQUIRE     targets whose skip is a failure\n",
+    inputs_env!(),
+    url_env!(),
+    "\nExit codes:\n  \
+     0  measured\n  \
+     1  a run failed or a target could not run\n  \
+     2  invalid input\n"
+);
+
+/// `fuzz`.
+pub const FUZZ: &str = concat!(
+    "Examples:\n  \
+     reapcheck fuzz --db sqlite --cases 2000         # a random seed, printed first\n  \
+     reapcheck fuzz --db postgres --cases 600 --seed 20261130\n\n",
+    "Environment:\n  \
+     REAPCHECK_REQUIRE     targets whose skip is a failure\n",
+    url_env!(),
+    "\nExit codes:\n  \
+     0  every target agreed with the model on every case\n  \
+     1  a difference (shrunk and saved as a scenario), an unreachable target, or no target ran\n  \
+     2  invalid arguments\n"
+);
+
+/// `init`.
+pub const INIT: &str = concat!(
+    "Examples:\n  \
+     reapcheck init                                  # config, example regression, CI workflow\n  \
+     reapcheck init --from postgres,mysql            # also copy those dialects to port\n  \
+     reapcheck init --from postgres --force          # overwrite files that exist\n\n",
+    "Environment:\n  \
+     none: init reads no variable\n\n\
+     Exit codes:\n  \
+     0  every file written\n  \
+     2  a file exists (nothing written; give --force), or --from names an unknown dialect\n"
+);
