@@ -396,7 +396,17 @@ mod tests {
         assert!(bare.file.is_none());
         assert_eq!(bare.dialects(None).value, None);
         assert_eq!(bare.scenarios(None).unwrap().value, vec![ScenarioSet::Builtin]);
-        assert_eq!(bare.required(None).unwrap().value.targets, Vec::<Target>::new());
+        // The environment comes before the default: under CI's
+        // REAPCHECK_REQUIRE the required targets are the variable's.
+        let required = bare.required(None).unwrap();
+        match std::env::var(crate::reach::REQUIRE_VARIABLE) {
+            Ok(list) if !list.trim().is_empty() => {
+                assert_eq!(required.origin, Origin::Variable(crate::reach::REQUIRE_VARIABLE));
+                let named: Vec<&str> = required.value.targets.iter().map(|t| t.name()).collect();
+                assert_eq!(named.join(","), list.split(',').map(str::trim).collect::<Vec<_>>().join(","));
+            }
+            _ => assert_eq!(required.value.targets, Vec::<Target>::new()),
+        }
     }
 
     #[test]

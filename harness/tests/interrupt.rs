@@ -174,7 +174,10 @@ impl Run {
 /// The closing `N passed, M failed, K skipped` line's numbers.
 fn closing(out: &str) -> (usize, usize, usize) {
     let line = out.lines().rev().find(|l| l.ends_with(" skipped")).unwrap_or_else(|| panic!("no summary:\n{out}"));
-    let n: Vec<usize> = line.split([' ', ',']).filter_map(|w| w.parse().ok()).collect();
+    // `model: N passed, 0 failed; postgres: N passed, M failed, K skipped`:
+    // the database target's counts are the last segment.
+    let target = line.rsplit("; ").next().unwrap_or(line);
+    let n: Vec<usize> = target.split([' ', ',']).filter_map(|w| w.parse().ok()).collect();
     (n[0], n[1], n[2])
 }
 
