@@ -1013,7 +1013,7 @@ fn a_dialect_neither_copied_nor_listed_as_builtin_is_an_error_naming_the_config(
 
 #[test]
 fn every_subcommand_help_lists_examples_environment_and_exit_codes() {
-    for command in ["run", "check", "explain", "mutate", "bench", "fuzz", "init"] {
+    for command in ["run", "check", "explain", "mutate", "bench", "fuzz", "init", "verdict", "race"] {
         let o = reapcheck(&[command, "--help"]);
         assert!(o.status.success(), "{command}");
         let help = stdout(&o);

@@ -313,3 +313,24 @@ fn the_html_matrix_opens_in_headless_chromium_and_a_click_shows_the_failure() {
     assert!(bytes.starts_with(b"\x89PNG") && bytes.len() > 10_000, "no screenshot: {shot:?}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The users' workflow (`ci/github-actions.yml`, what `reapcheck init`
+/// writes): its verdict expects exactly the legs the workflow runs, so a
+/// leg whose job died before uploading a report fails the verdict instead of
+/// being left out.
+#[test]
+fn the_users_workflow_verdict_expects_every_leg_it_runs() {
+    let text = std::fs::read_to_string(root().join("ci/github-actions.yml")).unwrap();
+    let legs: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split_once(" --leg ").map(|(_, rest)| rest.split_whitespace().next().unwrap()))
+        .collect();
+    assert!(legs.len() >= 2, "no `--leg` in the run lines: {legs:?}");
+    let verdict = text.lines().find(|l| l.contains("reapcheck verdict")).expect("a verdict line");
+    let expect = verdict.split_once("--expect ").expect("verdict names its expected legs").1;
+    let mut expected: Vec<&str> = expect.split_whitespace().next().unwrap().split(',').collect();
+    let mut ran = legs.clone();
+    expected.sort_unstable();
+    ran.sort_unstable();
+    assert_eq!(expected, ran, "{verdict}");
+}

@@ -135,3 +135,34 @@ pub const INIT: &str = concat!(
      0  every file written\n  \
      2  a file exists (nothing written; give --force), or --from names an unknown dialect\n"
 );
+
+/// `verdict`.
+pub const VERDICT: &str = concat!(
+    "Examples:\n  \
+     reapcheck verdict reports/* --expect sqlite,postgres,mariadb   # CI legs' report folders\n  \
+     reapcheck verdict legs --out reports/matrix     # every leg one folder below legs/\n\n\
+     Environment:\n  \
+     none: verdict reads only the outcome files (outcomes.json) it is given\n\n\
+     Exit codes:\n  \
+     0  every expected leg ran, nothing failed, and the databases agree\n  \
+     1  a leg is missing, ran nothing, was interrupted, ran another corpus or version,\n     \
+     a case failed, or two databases disagree without a declared divergence\n  \
+     2  invalid input: an unreadable outcome file, another schema version, a bad flag\n"
+);
+
+/// `race`.
+pub const RACE: &str = concat!(
+    "Examples:\n  \
+     reapcheck race --db sqlite,postgres,mariadb --seconds 30\n  \
+     reapcheck race --db postgres --seconds 10 --workers 16 --reapers 4 --seed 7\n  \
+     reapcheck race --db sqlite --dialects my-port --seconds 10   # your own SQL\n\n",
+    order!(),
+    "\nEnvironment:\n",
+    inputs_env!(),
+    url_env!(),
+    "                        servers on this machine (loopback) only\n\n\
+     Exit codes:\n  \
+     0  every target ran and its history broke no rule\n  \
+     1  a rule was broken, a statement failed, a target could not run, or nothing ran\n  \
+     2  invalid input (a bound out of range, a server not on this machine, a bad flag)\n"
+);

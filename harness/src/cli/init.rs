@@ -61,13 +61,25 @@ pub struct InitArgs {
     /// Overwrite files that exist.
     #[arg(long)]
     force: bool,
-    /// The repository to set up [default: the current folder].
+    /// The repository to set up (its root, where GitHub reads workflows).
     #[arg(long, value_name = "DIR", default_value = ".")]
     dir: PathBuf,
 }
 
+/// The git repository root above `dir` when `dir` itself is not one: the
+/// folder holding `.git` nearest above it. `None` when `dir` holds `.git` or
+/// no folder above it does.
+fn repository_root_above(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+    let dir = std::fs::canonicalize(dir).ok()?;
+    if dir.join(".git").exists() {
+        return None;
+    }
+    dir.ancestors().skip(1).find(|a| a.join(".git").exists()).map(std::path::Path::to_path_buf)
+}
+
 /// Writes the files; exit 2 (writing nothing) when one exists without
-/// `--force`, or `--from` names an unknown dialect.
+/// `--force`, or `--from` names an unknown dialect. Warns when `--dir` is
+/// below its repository's root, where GitHub would never read the workflow.
 pub fn init(args: InitArgs) -> ExitCode {
     let invalid = |message: String| {
         eprintln!("error: {message}");
@@ -103,6 +115,15 @@ pub fn init(args: InitArgs) -> ExitCode {
             return invalid(format!("cannot write {}: {e}", path.display()));
         }
         println!("wrote {}", path.display());
+    }
+    if let Some(root) = repository_root_above(&args.dir) {
+        println!(
+            "warning: {} is not the root of its git repository ({}): GitHub reads workflows only from the root's \
+             .github/workflows/, so move {WORKFLOW_PATH} there (or run `reapcheck init --dir {}` instead)",
+            args.dir.display(),
+            root.display(),
+            root.display()
+        );
     }
     println!(
         "next: `reapcheck run` (the builtin corpus and {SCENARIOS_DIR}/ on the model and sqlite); port your SQL in \
@@ -169,4 +190,19 @@ fn config(chosen: &[String], known: &[String]) -> String {
          required = []\n"
     ));
     text
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_folder_below_a_repository_root_is_told_where_workflows_are_read() {
+        let root = std::env::temp_dir().join(format!("reapcheck-init-root-{}", std::process::id()));
+        let sub = root.join("sub");
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::create_dir_all(&sub).unwrap();
+        let canonical = std::fs::canonicalize(&root).unwrap();
+        assert_eq!(super::repository_root_above(&sub), Some(canonical));
+        assert_eq!(super::repository_root_above(&root), None);
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 }

@@ -75,9 +75,11 @@ enum Command {
     /// Merge CI legs' outcome files (`run --report`) into one matrix and
     /// fail on a missing or empty leg, another corpus, a failure, or an
     /// undeclared divergence between databases.
+    #[command(after_help = help::VERDICT)]
     Verdict(verdict::VerdictArgs),
     /// Real concurrency on live servers: workers and reapers on their own
     /// connections for a bounded time, every operation checked.
+    #[command(after_help = help::RACE)]
     Race(race::RaceArgs),
     /// Set reapcheck up in your repository: reapcheck.toml, dialect copies
     /// to port, an example regression and a CI workflow.
