@@ -5,15 +5,16 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use reapcheck::dialect::Dialect;
 use reapcheck::fuzz::{self, FuzzSettings, TargetFuzz};
 use reapcheck::progress::Progress;
-use reapcheck::reach::{self, Reach};
 use reapcheck::target::Target;
 
+use reapcheck::reach;
+
 use super::inputs::report;
+use super::one_server::{self, Reached, random_seed};
 use super::run::parse_targets;
 use super::{EXIT_FAILED, EXIT_INVALID};
 
@@ -82,16 +83,13 @@ pub fn fuzz(args: FuzzArgs) -> ExitCode {
     let mut rates = Vec::new();
     for &target in &targets {
         let dialect = dialects.iter().find(|d| d.name == target.dialect()).expect("loaded for every target");
-        let (server, _keep) = match runtime.block_on(reach::reach(target)) {
-            Reach::Ready(server, keep) => (server, keep),
-            Reach::Skipped(reason) if !required.contains(&target) => {
-                println!("skipped: {target}: {reason}");
+        let (server, _keep) = match one_server::reach(&runtime, target, &required) {
+            Reached::Ready(server, keep) => (server, keep),
+            Reached::Skipped => {
                 skipped += 1;
                 continue;
             }
-            Reach::Skipped(reason) | Reach::Unreachable(reason) => {
-                let why = if required.contains(&target) { " (required by REAPCHECK_REQUIRE)" } else { "" };
-                println!("FAIL     {target}{why}: not run: {reason}");
+            Reached::Failed => {
                 failed += 1;
                 continue;
             }
@@ -170,10 +168,4 @@ fn print_result(on: &str, target: Target, r: &TargetFuzz, args: &FuzzArgs, seed:
         Err(e) => println!("    error: {e}"),
     }
     false
-}
-
-/// A seed from the clock and the process id, for runs without `--seed`.
-fn random_seed() -> u64 {
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
-    nanos ^ (u64::from(std::process::id()) << 32)
 }

@@ -137,8 +137,7 @@ pub const INIT: &str = concat!(
 );
 
 /// `verdict`.
-pub const VERDICT: &str = concat!(
-    "Examples:\n  \
+pub const VERDICT: &str = "Examples:\n  \
      reapcheck verdict reports/* --expect sqlite,postgres,mariadb   # CI legs' report folders\n  \
      reapcheck verdict legs --out reports/matrix     # every leg one folder below legs/\n\n\
      Environment:\n  \
@@ -147,8 +146,7 @@ pub const VERDICT: &str = concat!(
      0  every expected leg ran, nothing failed, and the databases agree\n  \
      1  a leg is missing, ran nothing, was interrupted, ran another corpus or version,\n     \
      a case failed, or two databases disagree without a declared divergence\n  \
-     2  invalid input: an unreadable outcome file, another schema version, a bad flag\n"
-);
+     2  invalid input: an unreadable outcome file, another schema version, a bad flag\n";
 
 /// `race`.
 pub const RACE: &str = concat!(

@@ -9,6 +9,7 @@ mod help;
 mod init;
 mod inputs;
 mod mutate;
+mod one_server;
 mod race;
 mod run;
 mod verdict;

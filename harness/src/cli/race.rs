@@ -11,10 +11,12 @@ use reapcheck::dialect::Dialect;
 use reapcheck::race::check;
 use reapcheck::race::history::Res;
 use reapcheck::race::workload::{self, Place, Settings};
-use reapcheck::reach::{self, Reach};
 use reapcheck::target::Target;
 
 use super::inputs::report;
+use reapcheck::reach;
+
+use super::one_server::{self, Reached, random_seed};
 use super::run::parse_targets;
 use super::{EXIT_FAILED, EXIT_INVALID};
 
@@ -164,16 +166,13 @@ pub fn race(args: RaceArgs) -> ExitCode {
     let (mut passed, mut failed, mut skipped) = (0, 0, 0);
     for &target in &targets {
         let dialect = dialects.iter().find(|d| d.name == target.dialect()).expect("loaded for every target");
-        let (server, _keep) = match runtime.block_on(reach::reach(target)) {
-            Reach::Ready(server, keep) => (server, keep),
-            Reach::Skipped(reason) if !required.contains(&target) => {
-                println!("skipped: {target}: {reason}");
+        let (server, _keep) = match one_server::reach(&runtime, target, &required) {
+            Reached::Ready(server, keep) => (server, keep),
+            Reached::Skipped => {
                 skipped += 1;
                 continue;
             }
-            Reach::Skipped(reason) | Reach::Unreachable(reason) => {
-                let why = if required.contains(&target) { " (required by REAPCHECK_REQUIRE)" } else { "" };
-                println!("FAIL     {target}{why}: not run: {reason}");
+            Reached::Failed => {
                 failed += 1;
                 continue;
             }
@@ -270,9 +269,4 @@ async fn race_one(on: &str, server: &Server, dialect: &Dialect, settings: &Setti
 
 fn nanos() -> u128 {
     SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_nanos())
-}
-
-/// A seed from the clock and the process id, for runs without `--seed`.
-fn random_seed() -> u64 {
-    (nanos() as u64) ^ (u64::from(std::process::id()) << 32)
 }
