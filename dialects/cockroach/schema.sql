@@ -37,6 +37,14 @@ SET database = {namespace}
 RESET database;
 DROP DATABASE {namespace} CASCADE
 
+-- name: empty_namespace
+-- Between two scenarios on one connection, which keeps its namespace and
+-- tables (every table `schema` and `legacy_schema` create must be here).
+-- DELETE, not TRUNCATE: TRUNCATE is a schema change in CockroachDB (a new
+-- table id and a job), which a scenario's handful of rows does not need.
+DELETE FROM jobs;
+DELETE FROM job_leases
+
 -- name: set_time_zone
 -- CockroachDB has set_config (bound, unlike SET). Its session variable is
 -- spelled `timezone`; the lower-case name is accepted by PostgreSQL too.

@@ -63,6 +63,14 @@ USE master;
 ALTER DATABASE {namespace} SET SINGLE_USER WITH ROLLBACK IMMEDIATE;
 DROP DATABASE {namespace}
 
+-- name: empty_namespace
+-- Between two scenarios on one connection, which keeps its namespace and
+-- tables (every table `schema` and `legacy_schema` create must be here).
+-- DELETE, not TRUNCATE: a scenario's handful of rows, and TRUNCATE needs
+-- ALTER permission on the table.
+DELETE FROM jobs;
+DELETE FROM job_leases
+
 -- name: set_time_zone
 -- Nothing: SQL Server has no session time zone. Only functions such as
 -- SYSDATETIME() and GETDATE() see the server's clock and zone, and no

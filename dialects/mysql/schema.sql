@@ -58,6 +58,15 @@ SET SESSION sql_mode = CONCAT_WS(',', NULLIF(@@SESSION.sql_mode, ''), 'STRICT_AL
 -- name: drop_namespace
 DROP DATABASE {namespace}
 
+-- name: empty_namespace
+-- Between two scenarios on one connection, which keeps its namespace and
+-- tables (every table `schema` and `legacy_schema` create must be here).
+-- DELETE, not TRUNCATE: TRUNCATE drops and recreates the table (an implicit
+-- commit and a new tablespace); for a scenario's handful of rows DELETE took
+-- a quarter of its time on MariaDB 10.11.
+DELETE FROM jobs;
+DELETE FROM job_leases
+
 -- name: set_time_zone
 -- Bound, not spliced into the text. Named zones (America/New_York) need the
 -- server's time zone tables, which a fresh MariaDB or MySQL does not have

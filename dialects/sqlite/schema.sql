@@ -17,6 +17,13 @@
 -- name: drop_namespace
 -- Nothing: the in-memory database goes with its connection.
 
+-- name: empty_namespace
+-- Between two scenarios on one connection, which keeps its namespace and
+-- tables (every table `schema` and `legacy_schema` create must be here).
+-- Without a WHERE, SQLite empties a table in one step.
+DELETE FROM jobs;
+DELETE FROM job_leases
+
 -- name: set_time_zone
 -- Nothing: SQLite has no session time zone; instants are UTC integers.
 

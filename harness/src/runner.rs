@@ -11,7 +11,7 @@ use crate::backend::{Connection, Server};
 use crate::dialect::{Dialect, Profile};
 use crate::diff;
 use crate::driver;
-use crate::engine::{EngineError, EngineErrorKind, Phase};
+use crate::engine::{EngineError, EngineErrorKind};
 use crate::expect;
 use crate::feature;
 use crate::interrupt;
@@ -21,10 +21,10 @@ use crate::outcome::Outcome;
 use crate::relax;
 use crate::resolution::Resolved;
 use crate::scenario::LoadedScenario;
-use crate::scenario::Schema;
 use crate::snapshot;
+use crate::isolation;
 use crate::sql::{SqlEngine, namespace_script};
-use crate::statement_log::{Executed, Returned};
+use crate::statement_log::Executed;
 use crate::target::Target;
 
 /// The verdict on one scenario for the model or one target.
@@ -329,72 +329,44 @@ pub struct LoggedRun {
     pub phases: Phases,
 }
 
-/// Runs `scenario` on a target in a namespace of its own, dropped afterwards
-/// whether or not the run succeeded, logging every statement. With
-/// `checkpoints`, the state is read back after setup and after each step
-/// (see [`driver::run_with`]).
+/// Runs `scenario` on a target in a namespace of its own with empty tables
+/// ([`isolation::acquire`]: a kept lane emptied, or a new namespace),
+/// logging every statement; afterwards the lane is kept for another run or
+/// its namespace dropped ([`isolation::release`]), whether or not the run
+/// succeeded. With `checkpoints`, the state is read back after setup and
+/// after each step (see [`driver::run_with`]).
 pub async fn run_logged(
     server: &Server,
     dialect: &Dialect,
     scenario: &LoadedScenario,
     checkpoints: Option<&mut driver::Checkpoints>,
 ) -> LoggedRun {
-    let namespace = namespace::fresh();
     let started = Instant::now();
+    let s = &scenario.scenario;
     let mut log = Vec::new();
-    let mut conn = match server.open().await {
-        Ok(c) => c,
+    let mut acquired = match isolation::acquire(server, dialect, s.schema, &mut log).await {
+        Ok(a) => a,
         Err(e) => {
-            let outcome = Err(EngineError { statement: "connect", kind: e.into() });
-            return LoggedRun { outcome, log, phases: Phases::default() };
+            let phases = Phases { setup: started.elapsed(), ..Phases::default() };
+            return LoggedRun { outcome: Err(e), log, phases };
         }
-    };
-    if let Err(e) = conn.set_instant_encoding(dialect.profile.instants).await {
-        conn.close().await;
-        let outcome = Err(EngineError { statement: "connect", kind: e.into() });
-        return LoggedRun { outcome, log, phases: Phases::default() };
-    }
-    let script = async |conn: &mut _, name, phase, log: &mut Vec<Executed>| {
-        let result = namespace_script(conn, dialect, name, &namespace).await;
-        let returned = match &result {
-            Ok(()) => Returned::Done,
-            Err(e) => Returned::Failed(e.kind.to_string()),
-        };
-        let origin = dialect.statement(name, Schema::Standard).origin.clone();
-        log.push(Executed { phase, statement: name.to_owned(), origin, binds: Vec::new(), returned });
-        result
-    };
-    let created = script(&mut conn, "create_namespace", Phase::Setup, &mut log).await;
-    let entered = match created {
-        Ok(()) => script(&mut conn, "enter_namespace", Phase::Setup, &mut log).await,
-        Err(e) => Err(e),
     };
     let setup = started.elapsed();
-    let run = match entered {
-        Ok(()) => {
-            let s = &scenario.scenario;
-            let engine = SqlEngine::new(dialect, s.schema, &mut conn);
-            let mut engine = Resolved::new(engine, dialect.profile.time_resolution);
-            let played = AssertUnwindSafe(driver::run_with(s, &mut engine, None, checkpoints)).catch_unwind();
-            let outcome = tokio::select! {
-                played = played => played.unwrap_or_else(|panic| Err(panicked("run", panic.as_ref()))),
-                signal = interrupt::wait() => Err(EngineError { statement: "run", kind: EngineErrorKind::Interrupted(signal) }),
-            };
-            log.extend(engine.into_inner().into_log());
-            outcome
-        }
-        Err(e) => Err(e),
+    let engine = SqlEngine::new(dialect, s.schema, &mut acquired.lane.conn).with_tables_kept(acquired.tables_kept);
+    let mut engine = Resolved::new(engine, dialect.profile.time_resolution);
+    let played = AssertUnwindSafe(driver::run_with(s, &mut engine, None, checkpoints)).catch_unwind();
+    let run = tokio::select! {
+        played = played => played.unwrap_or_else(|panic| Err(panicked("run", panic.as_ref()))),
+        signal = interrupt::wait() => Err(EngineError { statement: "run", kind: EngineErrorKind::Interrupted(signal) }),
     };
+    log.extend(engine.into_inner().into_log());
     let ran = started.elapsed();
-    let dropped = script(&mut conn, "drop_namespace", Phase::Teardown, &mut log).await;
-    conn.close().await;
-    let dropped = match dropped {
-        Ok(()) => Ok(()),
-        Err(e) => confirm_dropped(server, dialect, &namespace, e).await,
-    };
+    let reusable = isolation::reusable(&acquired.lane.conn, run.is_ok(), s.session_time_zone.is_some());
+    let namespace = acquired.lane.namespace.clone();
+    let released = isolation::release(server, dialect, acquired, reusable, &mut log).await;
     let phases = Phases { setup, run: ran - setup, teardown: started.elapsed() - ran };
     let outcome = run.and_then(|outcome| {
-        dropped.map(|()| outcome).map_err(|e| EngineError {
+        released.map(|()| outcome).map_err(|e| EngineError {
             statement: e.statement,
             kind: EngineErrorKind::Database(format!(
                 "the run passed but its namespace {namespace} was not dropped: {}",
@@ -403,31 +375,6 @@ pub async fn run_logged(
         })
     });
     LoggedRun { outcome, log, phases }
-}
-
-/// After `drop_namespace` failed with `failed` on the run's connection:
-/// `Ok` when the namespace is gone after all, else `failed` unless a drop
-/// on a new connection succeeds. A failed drop is not proof of a namespace
-/// left behind: MariaDB finishes a `DROP DATABASE` whose connection is
-/// killed or cut mid-statement and only then reports the lost connection,
-/// so the run's own connection cannot say whether the drop happened; the
-/// catalog, read on a new one, can. A connection lost before the drop is
-/// retried on a new one, so the namespace is not left behind either.
-async fn confirm_dropped(
-    server: &Server,
-    dialect: &Dialect,
-    namespace: &str,
-    failed: EngineError,
-) -> Result<(), EngineError> {
-    if let Ok(names) = server.namespaces().await
-        && !names.iter().any(|n| n == namespace)
-    {
-        return Ok(());
-    }
-    let Ok(mut conn) = server.open().await else { return Err(failed) };
-    let again = namespace_script(&mut conn, dialect, "drop_namespace", namespace).await;
-    conn.close().await;
-    again.map_err(|_| failed)
 }
 
 /// Drops the namespaces earlier runs left on `server` ([`namespace::is_stale`]:
@@ -521,7 +468,7 @@ mod tests {
         other.close().await;
         let failed = script(&mut run, "drop_namespace", &ns).await.expect_err("the run's drop errs");
         run.close().await;
-        confirm_dropped(&server, &dialect, &ns, failed).await.expect("the namespace is gone: no failure");
+        isolation::confirm_dropped(&server, &dialect, &ns, failed).await.expect("the namespace is gone: no failure");
         // The run's session is killed before its drop: dropped on a new one.
         let ns = namespace::fresh();
         let mut run = server.open().await.expect("open");
@@ -537,7 +484,7 @@ mod tests {
         let failed = script(&mut run, "drop_namespace", &ns).await.expect_err("a killed session cannot drop");
         run.close().await;
         assert!(server.namespaces().await.expect("listed").contains(&ns), "the kill came before the drop");
-        confirm_dropped(&server, &dialect, &ns, failed).await.expect("dropped on a new connection");
+        isolation::confirm_dropped(&server, &dialect, &ns, failed).await.expect("dropped on a new connection");
         assert!(!server.namespaces().await.expect("listed").contains(&ns), "left behind");
     }
 
@@ -572,7 +519,7 @@ mod tests {
         assert!(matches!(failed.kind, EngineErrorKind::Connection(_)), "{failed}");
         run.close().await;
         // The dead session went back to the pool; the next open replaces it.
-        confirm_dropped(&server, &dialect, &ns, failed).await.expect("dropped on a new connection");
+        isolation::confirm_dropped(&server, &dialect, &ns, failed).await.expect("dropped on a new connection");
         assert!(!admin.namespaces().await.expect("listed").contains(&ns), "left behind");
         let mut next = server.open().await.expect("a live session replaces the dead one");
         let one = next.query("SELECT CAST(1 AS int8)", &[], std::slice::from_ref(&int)).await.expect("it answers");

@@ -24,13 +24,24 @@ pub struct SqlEngine<'a> {
     log: Vec<Executed>,
     /// The `now` the dialect's `set_clock` last set, if it has one.
     clock: Option<Instant>,
+    /// `schema`'s tables are already there, emptied: `schema` is logged as
+    /// kept instead of run (`crate::isolation`).
+    tables_kept: bool,
 }
 
 impl<'a> SqlEngine<'a> {
     /// An engine running `dialect` on `conn` for tables of `schema`.
     pub fn new(dialect: &'a Dialect, schema: Schema, conn: &'a mut Connection) -> Self {
-        SqlEngine { dialect, schema, conn, phase: Phase::Setup, log: Vec::new(), clock: None }
+        SqlEngine { dialect, schema, conn, phase: Phase::Setup, log: Vec::new(), clock: None, tables_kept: false }
     }
+
+    /// The engine for a connection whose namespace already holds the
+    /// tables, emptied (`tables_kept`): `schema` is then not run again.
+    pub fn with_tables_kept(mut self, tables_kept: bool) -> Self {
+        self.tables_kept = tables_kept;
+        self
+    }
+
 
     /// The statements run so far, in order.
     pub fn into_log(self) -> Vec<Executed> {
@@ -48,6 +59,9 @@ impl<'a> SqlEngine<'a> {
             let why = format!("the dialect does not define `{name}`: its profile declares its feature absent");
             return Err(EngineError { statement: name, kind: EngineErrorKind::Database(why) });
         };
+        if self.tables_kept && matches!(call, Call::CreateSchema) {
+            return Ok((Returned::Kept, Reply::Done));
+        }
         let style = self.conn.placeholders();
         match spec.shape {
             Shape::Script => {
@@ -160,12 +174,31 @@ pub async fn namespace_script(
     name: &'static str,
     namespace: &str,
 ) -> Result<(), EngineError> {
+    namespace_script_for(conn, dialect, name, Schema::Standard, namespace).await
+}
+
+/// Runs one of the namespace scripts (`create_namespace`, `enter_namespace`,
+/// `empty_namespace`, `drop_namespace`; see `contract::NAMESPACE_SCRIPTS`),
+/// as `schema`'s tables need it, with `namespace` in place of
+/// `{namespace}`. A script the dialect does not define (the optional
+/// `empty_namespace`) is an error.
+pub async fn namespace_script_for(
+    conn: &mut Connection,
+    dialect: &Dialect,
+    name: &'static str,
+    schema: Schema,
+    namespace: &str,
+) -> Result<(), EngineError> {
     assert!(
         namespace.starts_with("rc_")
             && namespace.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
         "namespaces are generated identifiers"
     );
-    let sql = dialect.statement(name, Schema::Standard).sql.replace(NAMESPACE_MARKER, namespace);
+    let Some(statement) = dialect.find(name, schema) else {
+        let why = format!("the dialect does not define `{name}`");
+        return Err(EngineError { statement: name, kind: EngineErrorKind::Database(why) });
+    };
+    let sql = statement.sql.replace(NAMESPACE_MARKER, namespace);
     for command in text::commands_in(&sql, conn.grammar()) {
         let prepared = text::prepare(&command, conn.placeholders());
         conn.execute(&prepared.sql, &[]).await.map_err(|e| failed(name, e))?;

@@ -18,6 +18,9 @@ pub enum Returned {
     Rows(usize),
     /// The database refused it or the connection broke: the message.
     Failed(String),
+    /// Not run: `schema`'s tables were made by an earlier scenario on this
+    /// connection and emptied by `empty_namespace` (`crate::isolation`).
+    Kept,
 }
 
 /// One statement the engine ran.
@@ -65,6 +68,7 @@ impl Executed {
                 Returned::Rows(1) => "1 row".to_owned(),
                 Returned::Rows(n) => format!("{n} rows"),
                 Returned::Failed(e) => format!("error: {e}"),
+                Returned::Kept => "kept: made by an earlier scenario on this connection, emptied since".to_owned(),
             }
         );
         line

@@ -67,7 +67,15 @@ fn main() {
         states.push(state);
     }
     let conclusion = libtest_mimic::run(&args, trials);
-    // Stops any containers only after every test has run.
+    // Drops the namespaces the runs kept for reuse (reapcheck::isolation),
+    // then stops any containers, only after every test has run.
+    for state in &states {
+        if let TargetState::Ready(server, ..) = state {
+            for e in runtime.block_on(server.release_lanes()) {
+                eprintln!("warning: {e}");
+            }
+        }
+    }
     drop(states);
     conclusion.exit();
 }

@@ -4,6 +4,7 @@
 
 mod error;
 mod instants;
+mod lanes;
 mod mssql;
 mod mysql;
 mod numeric;
@@ -14,6 +15,7 @@ mod tls;
 
 pub use error::{BackendError, BackendErrorKind};
 pub use instants::InstantEncoding;
+pub use lanes::Lane;
 
 use crate::dialect::contract::Column;
 use crate::dialect::text::{Grammar, Placeholders};
@@ -121,6 +123,23 @@ impl Connection {
             .collect()
     }
 
+    /// Restores the session's settings to the connection's defaults where
+    /// the product can (PostgreSQL and CockroachDB: `RESET ALL`, prepared
+    /// statements kept) and says whether it did; `false` means a setting
+    /// a scenario changed (its time zone) stays until the session ends.
+    pub async fn reset_settings(&mut self) -> Result<bool, BackendError> {
+        match self {
+            Connection::Postgres(c) => c.reset_settings().await.map(|()| true),
+            _ => Ok(false),
+        }
+    }
+
+    /// Whether [`Connection::reset_settings`] restores the session's
+    /// settings on this product.
+    pub fn resets_settings(&self) -> bool {
+        matches!(self, Connection::Postgres(_))
+    }
+
     /// Closes the connection.
     pub async fn close(self) {
         match self {
@@ -132,8 +151,15 @@ impl Connection {
     }
 }
 
-/// A reachable database server, from which isolated connections are opened.
-pub enum Server {
+/// A reachable database server, from which isolated connections are opened,
+/// with the idle [`Lane`]s kept on it between scenario runs.
+pub struct Server {
+    kind: ServerKind,
+    lanes: lanes::Lanes,
+}
+
+/// The product behind a [`Server`].
+enum ServerKind {
     /// Embedded SQLite: every connection is a new in-memory database.
     Sqlite {
         /// The SQLite library version.
@@ -158,34 +184,113 @@ pub enum Server {
 }
 
 impl Server {
+    fn new(kind: ServerKind) -> Server {
+        Server { kind, lanes: lanes::Lanes::default() }
+    }
+
     /// The server product and version actually reached, such as
     /// `sqlite 3.46.0` or `mariadb 10.11.6`.
     pub fn version(&self) -> &str {
-        match self {
-            Server::Sqlite { version } => version,
-            Server::Postgres(s) => s.version(),
-            Server::MySql { version, .. } => version,
-            Server::Mssql { version, .. } => version,
+        match &self.kind {
+            ServerKind::Sqlite { version } => version,
+            ServerKind::Postgres(s) => s.version(),
+            ServerKind::MySql { version, .. } => version,
+            ServerKind::Mssql { version, .. } => version,
         }
     }
 
-    /// Opens a connection for one scenario run.
+    /// Whether this is embedded SQLite, whose every connection is a
+    /// database of its own.
+    pub fn is_sqlite(&self) -> bool {
+        matches!(self.kind, ServerKind::Sqlite { .. })
+    }
+
+    /// Opens a connection with the session defaults, in no namespace. On
+    /// PostgreSQL, whose pool holds at most its limit of sessions
+    /// ([`Server::limit_connections`]), an open that finds the pool full
+    /// takes an idle [`Lane`] instead (dropping its namespace), or waits
+    /// for a session or a lane to come back: idle lanes never starve it.
     pub async fn open(&self) -> Result<Connection, BackendError> {
-        match self {
-            Server::Sqlite { .. } => Ok(Connection::Sqlite(sqlite::SqliteConn::open_memory().await?)),
-            Server::Postgres(s) => Ok(Connection::Postgres(s.open().await?)),
-            Server::MySql { server, .. } => Ok(Connection::MySql(Box::new(server.open().await?))),
-            Server::Mssql { url, .. } => Ok(Connection::Mssql(Box::new(mssql::MssqlConn::connect(url).await?))),
+        let ServerKind::Postgres(pg) = &self.kind else { return self.open_new().await };
+        loop {
+            if let Some(conn) = pg.try_open().await {
+                return Ok(Connection::Postgres(conn?));
+            }
+            if let Some(lane) = self.lanes.take_any() {
+                return self.evict(lane).await;
+            }
+            tokio::select! {
+                biased;
+                conn = pg.open() => return Ok(Connection::Postgres(conn?)),
+                () = self.lanes.kept() => continue,
+            }
         }
+    }
+
+    /// A new connection (or, on PostgreSQL, a pooled one), waiting for the
+    /// pool's limit without looking at the lanes.
+    async fn open_new(&self) -> Result<Connection, BackendError> {
+        match &self.kind {
+            ServerKind::Sqlite { .. } => Ok(Connection::Sqlite(sqlite::SqliteConn::open_memory().await?)),
+            ServerKind::Postgres(s) => Ok(Connection::Postgres(s.open().await?)),
+            ServerKind::MySql { server, .. } => Ok(Connection::MySql(Box::new(server.open().await?))),
+            ServerKind::Mssql { url, .. } => Ok(Connection::Mssql(Box::new(mssql::MssqlConn::connect(url).await?))),
+        }
+    }
+
+    /// An idle lane with `key`, if one is kept (`crate::isolation`).
+    pub fn take_lane(&self, key: u64) -> Option<Lane> {
+        self.lanes.take(key)
+    }
+
+    /// Keeps `lane` for a later run with the same key.
+    pub fn keep_lane(&self, lane: Lane) {
+        self.lanes.keep(lane);
+    }
+
+    /// Drops an idle lane's namespace and gives its connection back with
+    /// the session defaults: on PostgreSQL the same session, reset; on the
+    /// others a new one (their sessions have no reset).
+    async fn evict(&self, lane: Lane) -> Result<Connection, BackendError> {
+        let Lane { mut conn, drop, .. } = lane;
+        let dropped = drop_namespace(&mut conn, &drop).await;
+        match conn {
+            Connection::Postgres(mut pg) if dropped.is_ok() => match pg.reset().await {
+                Ok(()) => Ok(Connection::Postgres(pg)),
+                Err(_) => {
+                    pg.close().await;
+                    self.open_new().await
+                }
+            },
+            other => {
+                other.close().await;
+                self.open_new().await
+            }
+        }
+    }
+
+    /// Drops every idle lane's namespace and closes its connection; one
+    /// line for each namespace that could not be dropped (the next run's
+    /// sweep removes it, see [`crate::namespace`]).
+    pub async fn release_lanes(&self) -> Vec<String> {
+        let mut errors = Vec::new();
+        for lane in self.lanes.take_all() {
+            let Lane { mut conn, namespace, drop, .. } = lane;
+            if let Err(e) = drop_namespace(&mut conn, &drop).await {
+                errors.push(format!("namespace {namespace} was not dropped: {e}"));
+            }
+            conn.close().await;
+        }
+        errors
     }
 
     /// Holds at most `sessions` connections at once (at least 1) from now
     /// on; call it before the first [`Server::open`]. Only PostgreSQL's pool
     /// keeps sessions between runs and needs the bound: MySQL, MariaDB,
-    /// SQL Server and SQLite open one connection per run and close it at
-    /// the run's end, so the runs at once (`--jobs`) bound them already.
+    /// SQL Server and SQLite open one connection per run or lane, and the
+    /// runs at once (`--jobs`) bound them already.
     pub fn limit_connections(&mut self, sessions: usize) {
-        if let Server::Postgres(s) = self {
+        if let ServerKind::Postgres(s) = &mut self.kind {
             s.limit_connections(sessions);
         }
     }
@@ -200,15 +305,15 @@ impl Server {
         // runs left, from each product's catalog. `\_` is a literal `_`
         // in LIKE (PostgreSQL, CockroachDB, MySQL, MariaDB); SQL Server
         // writes it `[_]`.
-        let sql = match self {
-            Server::Sqlite { .. } => return Ok(Vec::new()),
-            Server::Postgres(_) => {
+        let sql = match &self.kind {
+            ServerKind::Sqlite { .. } => return Ok(Vec::new()),
+            ServerKind::Postgres(_) => {
                 "SELECT CAST(schema_name AS text) FROM information_schema.schemata WHERE schema_name LIKE 'rc\\_%'"
             }
-            Server::MySql { .. } => {
+            ServerKind::MySql { .. } => {
                 "SELECT CAST(schema_name AS BINARY) FROM information_schema.schemata WHERE schema_name LIKE 'rc\\_%'"
             }
-            Server::Mssql { .. } => "SELECT name FROM sys.databases WHERE name LIKE 'rc[_]%'",
+            ServerKind::Mssql { .. } => "SELECT name FROM sys.databases WHERE name LIKE 'rc[_]%'",
         };
         let name = Column { name: "name", kind: crate::engine::Kind::Text, nullable: false };
         let mut conn = self.open().await?;
@@ -221,17 +326,29 @@ impl Server {
         Ok(names.collect())
     }
 
-    /// Closes the server's pool, if it has one.
+    /// Drops the idle lanes' namespaces ([`Server::release_lanes`]) and
+    /// closes the server's pool, if it has one.
     pub async fn close(self) {
-        if let Server::Postgres(s) = self {
+        for e in self.release_lanes().await {
+            eprintln!("warning: {e}");
+        }
+        if let ServerKind::Postgres(s) = self.kind {
             s.close().await;
         }
     }
 }
 
+/// Runs a lane's `drop_namespace` commands.
+async fn drop_namespace(conn: &mut Connection, commands: &[String]) -> Result<(), BackendError> {
+    for command in commands {
+        conn.execute(command, &[]).await?;
+    }
+    Ok(())
+}
+
 /// Reaches embedded SQLite.
 pub async fn sqlite() -> Result<Server, BackendError> {
-    Ok(Server::Sqlite { version: format!("sqlite {}", sqlite::library_version().await?) })
+    Ok(Server::new(ServerKind::Sqlite { version: format!("sqlite {}", sqlite::library_version().await?) }))
 }
 
 /// A connection to the SQLite database file `path` (created if missing), in
@@ -247,20 +364,20 @@ pub async fn sqlite_file(
 /// Reaches PostgreSQL at `url`; a URL that reaches CockroachDB is refused
 /// (use [`cockroach`]), so a report never names the wrong product.
 pub async fn postgres(url: &str) -> Result<Server, BackendError> {
-    Ok(Server::Postgres(postgres::connect(url, postgres::Product::Postgres).await?))
+    Ok(Server::new(ServerKind::Postgres(postgres::connect(url, postgres::Product::Postgres).await?)))
 }
 
 /// Reaches CockroachDB at `url`, through the PostgreSQL backend; a URL that
 /// reaches PostgreSQL is refused (use [`postgres`]).
 pub async fn cockroach(url: &str) -> Result<Server, BackendError> {
-    Ok(Server::Postgres(postgres::connect(url, postgres::Product::Cockroach).await?))
+    Ok(Server::new(ServerKind::Postgres(postgres::connect(url, postgres::Product::Cockroach).await?)))
 }
 
 /// Reaches MySQL or MariaDB at `url`; the version says which one answered
 /// (`mariadb 10.11.6`, `mysql 8.4.3`), so a MariaDB passing as `mysql` shows.
 pub async fn mysql(url: &str) -> Result<Server, BackendError> {
     let (version, server) = mysql::connect(url).await?;
-    Ok(Server::MySql { version, server: Box::new(server) })
+    Ok(Server::new(ServerKind::MySql { version, server: Box::new(server) }))
 }
 
 /// Reaches SQL Server at `url`, `mssql://user:password@host:port/database`
@@ -268,5 +385,5 @@ pub async fn mysql(url: &str) -> Result<Server, BackendError> {
 pub async fn mssql(url: &str) -> Result<Server, BackendError> {
     let url = mssql::MssqlUrl::parse(url)?;
     let version = mssql::server_version(&url).await?;
-    Ok(Server::Mssql { version, url })
+    Ok(Server::new(ServerKind::Mssql { version, url }))
 }

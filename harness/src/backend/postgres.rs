@@ -235,13 +235,24 @@ impl PgServer {
         self.open_inner().await.map_err(|e| hide_password(e, &self.url))
     }
 
+    /// [`PgServer::open`] when the pool is below its limit now; `None`
+    /// when it would have to wait (or was closed).
+    pub async fn try_open(&self) -> Option<Result<PgConn, BackendError>> {
+        let permit = self.permits.clone().try_acquire_owned().ok()?;
+        Some(self.open_with(permit).await.map_err(|e| hide_password(e, &self.url)))
+    }
+
     async fn open_inner(&self) -> Result<PgConn, BackendError> {
         // A permit per session in use. An idle session holds none, and a
         // new one is opened only when none is idle, so the sessions in use
         // and idle together never outnumber the permits.
-        let Ok(mut permit) = self.permits.clone().acquire_owned().await else {
+        let Ok(permit) = self.permits.clone().acquire_owned().await else {
             return Err(BackendError::new(BackendErrorKind::Connection, "the pool was closed"));
         };
+        self.open_with(permit).await
+    }
+
+    async fn open_with(&self, mut permit: OwnedSemaphorePermit) -> Result<PgConn, BackendError> {
         loop {
             let reused = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
             let Some(conn) = reused else { break };
@@ -280,12 +291,20 @@ impl PgServer {
 }
 
 impl PgConn {
-    /// Forgets what an earlier scenario left on this connection.
-    async fn reset(&mut self) -> Result<(), BackendError> {
+    /// Forgets what an earlier scenario left on this connection: its
+    /// prepared statements and its session settings.
+    pub(super) async fn reset(&mut self) -> Result<(), BackendError> {
         // PostgreSQL re-plans a cached statement whose tables were dropped;
         // CockroachDB's handling is not tested here, and a fresh prepare per
         // scenario costs well under a millisecond.
         self.conn.clear_cached_statements().await?;
+        self.reset_settings().await
+    }
+
+    /// Restores every session setting to the connection's default and
+    /// keeps its prepared statements: for a connection that stays in its
+    /// namespace between scenarios, whose tables the statements name.
+    pub(super) async fn reset_settings(&mut self) -> Result<(), BackendError> {
         // The other SQL text outside dialects/: restores every session
         // setting to the connection's default. Both products accept it, and
         // it is no dialect's business: dialects say what a scenario does,
@@ -471,7 +490,9 @@ mod tests {
         for name in ["postgres", "cockroach"] {
             let d = dialect(name);
             assert_eq!(d.name, name);
-            assert_eq!(d.statements().count(), crate::dialect::contract::required_names().count());
+            // Every required statement, and the optional empty_namespace.
+            assert_eq!(d.statements().count(), crate::dialect::contract::required_names().count() + 1);
+            assert!(d.find("empty_namespace", crate::scenario::Schema::Standard).is_some());
         }
     }
 
@@ -553,7 +574,7 @@ mod tests {
     #[tokio::test]
     async fn a_reused_connection_has_the_session_defaults() {
         let Some(server) = server().await else { return };
-        let Server::Postgres(pg) = &server else { unreachable!("backend::postgres gives a postgres server") };
+        let super::super::ServerKind::Postgres(pg) = &server.kind else { unreachable!("backend::postgres gives a postgres server") };
         let dialect = dialect("postgres");
         let mut first = server.open().await.expect("a connection opens");
         let default_zone = time_zone(&mut first).await;
@@ -624,7 +645,7 @@ mod tests {
             });
             let opened: Result<Vec<()>, _> = futures_util::future::join_all(opens).await.into_iter().collect();
             opened.expect("16 runs, 4 at once, within a limit of 5 sessions");
-            let Server::Postgres(pg) = &server else { unreachable!("backend::postgres gives a postgres server") };
+            let super::super::ServerKind::Postgres(pg) = &server.kind else { unreachable!("backend::postgres gives a postgres server") };
             assert_eq!(pg.opened.load(Ordering::Relaxed), 4, "the pool opened more sessions than its limit");
             assert!(sessions_of(&mut admin, &role).await <= 4);
             server.close().await;

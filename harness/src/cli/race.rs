@@ -194,10 +194,7 @@ pub fn race(args: RaceArgs) -> ExitCode {
 /// Races one target and prints its line; true when it passed.
 async fn race_one(on: &str, server: &Server, dialect: &Dialect, settings: &Settings, history: Option<PathBuf>) -> bool {
     let file = std::env::temp_dir().join(format!("reapcheck-race-{}-{}.db", std::process::id(), nanos()));
-    let place = match server {
-        Server::Sqlite { .. } => Place::SqliteFile(file.clone()),
-        other => Place::Server(other),
-    };
+    let place = if server.is_sqlite() { Place::SqliteFile(file.clone()) } else { Place::Server(server) };
     let result = workload::run(place, dialect, settings).await;
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));

@@ -107,6 +107,18 @@ pub const CONTRACT: &[StatementSpec] = &[
         doc: "drop `{namespace}` and everything in it",
     },
     StatementSpec {
+        name: "empty_namespace",
+        params: &[],
+        shape: Shape::Script,
+        has_legacy: false,
+        may_be_blank: false,
+        feature: None,
+        optional: true,
+        doc: "optional: delete every row of every table `schema` and `legacy_schema` create, so that the next \
+              scenario on this connection reuses the tables and starts from none (without it, each scenario \
+              gets a new namespace)",
+    },
+    StatementSpec {
         name: "set_time_zone",
         params: &["zone"],
         shape: Shape::Script,
@@ -351,6 +363,11 @@ pub const CONTRACT: &[StatementSpec] = &[
 /// generates (`rc_` and lowercase letters, digits and underscores), never a
 /// value from a scenario.
 pub const NAMESPACE_MARKER: &str = "{namespace}";
+
+/// The statements that make, enter, empty and drop a namespace: run by the
+/// harness around scenarios to isolate them, never by the driver for a
+/// scenario's steps, so statement coverage does not judge them.
+pub const NAMESPACE_SCRIPTS: [&str; 4] = ["create_namespace", "enter_namespace", "empty_namespace", "drop_namespace"];
 
 /// The feature statement `name` belongs to, if any (`legacy_` texts: legacy).
 pub fn feature_of(name: &str) -> Option<Feature> {

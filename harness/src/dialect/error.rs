@@ -43,6 +43,17 @@ pub enum DialectErrorKind {
     /// A `-- name:` marker or the text around it is malformed.
     #[error("{0}")]
     Layout(String),
+    /// `empty_namespace` leaves a table `schema` creates as it was.
+    #[error(
+        "`empty_namespace` does not empty table `{table}`, which `{created_by}` creates: the next scenario on \
+         the connection would see this one's rows; add `DELETE FROM {table}` to it"
+    )]
+    NotEmptied {
+        /// The table.
+        table: String,
+        /// The statement creating it.
+        created_by: String,
+    },
     /// A statement the contract does not have.
     #[error("unknown statement `{0}`: see the contract in ARCHITECTURE.md for the names")]
     Unknown(String),

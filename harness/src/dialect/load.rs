@@ -133,7 +133,24 @@ impl Dialect {
             };
             errors.push(DialectError { file: name.to_owned(), line: None, column: None, kind });
         }
-        if errors.is_empty() { Ok(Dialect { name: name.to_owned(), profile, statements }) } else { Err(errors) }
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        let dialect = Dialect { name: name.to_owned(), profile, statements };
+        let forgotten = super::emptying::not_emptied(&dialect);
+        if forgotten.is_empty() {
+            return Ok(dialect);
+        }
+        Err(forgotten
+            .into_iter()
+            .map(|f| {
+                let (file, line) = f.origin.rsplit_once(':').map_or((f.origin.as_str(), None), |(file, line)| {
+                    (file, line.parse::<u32>().ok())
+                });
+                let kind = DialectErrorKind::NotEmptied { table: f.table, created_by: f.created_by };
+                DialectError { file: file.to_owned(), line, column: None, kind }
+            })
+            .collect())
     }
 
     /// Whether the dialect defines statement `name` (optional ones, and

@@ -3,6 +3,7 @@
 //! given with `--dialects`, and checked against the contract.
 
 pub mod contract;
+pub mod emptying;
 mod error;
 mod load;
 #[cfg(test)]

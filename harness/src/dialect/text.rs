@@ -125,6 +125,24 @@ pub fn commands_in(sql: &str, grammar: Grammar) -> Vec<String> {
     super::split::split(sql, grammar)
 }
 
+/// `sql` with every comment replaced by a space; strings, quoted
+/// identifiers and parameters kept as written.
+pub fn strip_comments(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len());
+    for p in pieces(sql) {
+        match p {
+            Piece::Opaque(s) if s.starts_with("--") || s.starts_with("/*") => out.push(' '),
+            Piece::Code(s) | Piece::Opaque(s) => out.push_str(s),
+            Piece::Param(name) => {
+                out.push(':');
+                out.push_str(name);
+            }
+            Piece::Semicolon => out.push(';'),
+        }
+    }
+    out
+}
+
 /// True when `sql` holds nothing but white space and comments.
 pub fn is_blank(sql: &str) -> bool {
     pieces(sql).iter().all(|p| match p {
