@@ -4,15 +4,24 @@
 //! get the same lines as before and nothing else.
 
 use std::io::IsTerminal;
+use std::sync::OnceLock;
 use std::time::Duration;
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
 /// Whether to draw progress: only on a terminal, and never under CI.
 /// `ci` is the value of the `CI` variable, if set.
 pub fn wanted(stderr_is_terminal: bool, ci: Option<&str>) -> bool {
     let under_ci = ci.is_some_and(|v| !matches!(v.trim(), "" | "false" | "0"));
     stderr_is_terminal && !under_ci
+}
+
+/// Every bar of this process is drawn through one [`MultiProgress`], so
+/// that bars alive at once (`mutate` on several targets) stack instead of
+/// overwriting each other's line.
+fn bars() -> &'static MultiProgress {
+    static BARS: OnceLock<MultiProgress> = OnceLock::new();
+    BARS.get_or_init(MultiProgress::new)
 }
 
 /// A progress bar, or nothing when [`wanted`] says no.
@@ -26,7 +35,7 @@ impl Progress {
         if !wanted(std::io::stderr().is_terminal(), ci.as_deref()) {
             return Progress(None);
         }
-        let bar = ProgressBar::new(len);
+        let bar = bars().add(ProgressBar::new(len));
         let style = ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {elapsed} (eta {eta})")
             .expect("the template is valid")
             .progress_chars("=> ");
@@ -43,7 +52,7 @@ impl Progress {
         if !wanted(std::io::stderr().is_terminal(), ci.as_deref()) {
             return Progress(None);
         }
-        let bar = ProgressBar::new_spinner();
+        let bar = bars().add(ProgressBar::new_spinner());
         bar.set_style(ProgressStyle::with_template("{spinner} {prefix} {elapsed}").expect("the template is valid"));
         bar.set_prefix(what.to_owned());
         bar.enable_steady_tick(Duration::from_millis(200));

@@ -434,6 +434,39 @@ fn mutate_kills_every_named_and_generated_mutant_on_sqlite_after_declared_equiva
 }
 
 #[test]
+fn mutate_runs_a_mutant_only_on_scenarios_that_execute_what_it_changes() {
+    // The grace scenarios use no lease: a lease statement's mutants run no
+    // scenario and survive, said so; the reaper's are still all killed.
+    let o = reapcheck(&["mutate", "--db", "sqlite", "--scenarios", "scenarios/grace"]);
+    let out = stdout(&o);
+    assert!(!o.status.success(), "lease mutants cannot be killed here: {out}");
+    let unseen: Vec<&str> =
+        out.lines().filter(|l| l.ends_with(": no scenario executes the statement it changes")).collect();
+    assert!(!unseen.is_empty(), "{out}");
+    for line in &unseen {
+        assert!(line.starts_with("  SURVIVED lease_"), "only lease statements are unexecuted here: {line}\n{out}");
+    }
+    assert!(!out.lines().any(|l| l.starts_with("  SURVIVED reap_")), "{out}");
+    // The count of runs is printed, and far below mutants x scenarios.
+    let summary = out.lines().find(|l| l.starts_with("sqlite: mutation score ")).expect("a summary line");
+    let runs: usize = summary
+        .rsplit(", ")
+        .next()
+        .and_then(|t| t.strip_suffix(" scenario runs"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no run count: {summary}"));
+    let header = out.lines().find(|l| l.starts_with("sqlite [")).expect("a header line");
+    let product: usize = header
+        .split(": ")
+        .nth(1)
+        .map(|t| t.split_whitespace().filter_map(|w| w.parse::<usize>().ok()).collect::<Vec<_>>())
+        .map(|n| (n[0] + n[1]) * n[2])
+        .unwrap_or_default();
+    assert!(runs > 0 && runs * 4 < product, "{runs} runs of at most {product}: {out}");
+    assert!(out.lines().last().is_some_and(|l| l.starts_with("mutate: 1 target in ")), "{out}");
+}
+
+#[test]
 fn mutate_runs_on_a_port_spelled_differently() {
     let scratch = Scratch::new("mutant-port");
     let dialects = mutated_sqlite(

@@ -1,9 +1,13 @@
 //! `reapcheck mutate`: runs the corpus against each mutant of each target's
 //! SQL, the fourteen named ones and those generated from the syntax tree; a
 //! mutant is killed by the first scenario whose outcome differs from the
-//! model's (or whose run errs). Mutants run a few at a time.
+//! model's (or whose run errs). A mutant runs only the scenarios whose
+//! unmutated run executed a statement it changes ([`select`]), best killers
+//! first, and stops at the first kill. Mutants run a few at a time, and the
+//! targets run at once, each printing its report when it is done.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
 use std::process::ExitCode;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -12,14 +16,15 @@ use futures_util::{StreamExt, stream};
 
 use reapcheck::backend::Server;
 use reapcheck::dialect::text::Grammar;
-use reapcheck::dialect::{Dialect, contract, read_extra};
+use reapcheck::dialect::{Dialect, read_extra};
 use reapcheck::diff;
 use reapcheck::mutate::equivalent::{self, EquivalentError};
+use reapcheck::mutate::select;
 use reapcheck::mutate::{Generation, MUTANTS, Mutant, MutantError, Operator, apply, generate};
 use reapcheck::progress::Progress;
 use reapcheck::reach::{self, Reach};
 use reapcheck::runner::{self, ModelRun};
-use reapcheck::scenario::{LoadedScenario, Schema};
+use reapcheck::scenario::LoadedScenario;
 use reapcheck::target::Target;
 
 use super::inputs::report;
@@ -112,11 +117,18 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
         for s in &scenarios {
             models.push(runner::check_model(s).await);
         }
+        let started = Instant::now();
+        let runs = targets.iter().filter_map(|&target| {
+            let plan = plans.iter().find(|p| p.dialect.name == target.dialect())?;
+            Some(mutate_target(target, plan, &scenarios, &models))
+        });
+        let reports = futures_util::future::join_all(runs).await;
         let mut ok = true;
-        for &target in &targets {
-            let Some(plan) = plans.iter().find(|p| p.dialect.name == target.dialect()) else { continue };
-            ok &= mutate_target(target, plan, &scenarios, &models).await;
+        for (passed, text) in &reports {
+            print!("{text}");
+            ok &= passed;
         }
+        println!("mutate: {} target{} in {:.1} s", reports.len(), if reports.len() == 1 { "" } else { "s" }, started.elapsed().as_secs_f64());
         ok
     });
     if ok { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
@@ -172,21 +184,44 @@ fn plan(inputs: &Inputs, dialect: Dialect, listing: bool) -> Result<Plan, Vec<St
 struct Verdict {
     /// The first scenario that killed it, if any.
     killer: Option<String>,
+    /// How many scenarios it ran.
+    runs: usize,
 }
 
-async fn mutate_target(target: Target, plan: &Plan, scenarios: &[LoadedScenario], models: &[ModelRun]) -> bool {
+/// Mutates `target`'s SQL: returns whether every mutant was killed (and
+/// no declared equivalent was) and the report, printed by the caller once
+/// every target is done so that targets running at once do not interleave.
+async fn mutate_target(
+    target: Target,
+    plan: &Plan,
+    scenarios: &[LoadedScenario],
+    models: &[ModelRun],
+) -> (bool, String) {
+    let mut out = String::new();
+    let ok = mutate_into(&mut out, target, plan, scenarios, models).await;
+    (ok, out)
+}
+
+async fn mutate_into(
+    out: &mut String,
+    target: Target,
+    plan: &Plan,
+    scenarios: &[LoadedScenario],
+    models: &[ModelRun],
+) -> bool {
     let (scenarios, models) = &under_profile(&plan.dialect, scenarios, models).await;
     let (scenarios, models) = (scenarios.as_slice(), models.as_slice());
     let (server, _container) = match reach::reach(target).await {
         Reach::Ready(s, keep) => (s, keep),
         Reach::Skipped(reason) | Reach::Unreachable(reason) => {
-            println!("{target}: not run: {reason}");
+            let _ = writeln!(out, "{target}: not run: {reason}");
             return false;
         }
     };
     let started = Instant::now();
     let g = &plan.generation;
-    println!(
+    let _ = writeln!(
+        out,
         "{target} [{}]: {} named + {} generated mutants x {} scenarios",
         server.version(),
         plan.named.len(),
@@ -194,47 +229,53 @@ async fn mutate_target(target: Target, plan: &Plan, scenarios: &[LoadedScenario]
         scenarios.len()
     );
     for e in &plan.not_applicable {
-        println!("  not applicable: {e}");
+        let _ = writeln!(out, "  not applicable: {e}");
     }
     for u in &g.unparsed {
-        println!("  not generated: {} (`{}`): the parser cannot read it: {}", u.origin, u.statement, u.message);
+        let _ = writeln!(out, "  not generated: {} (`{}`): the parser cannot read it: {}", u.origin, u.statement, u.message);
     }
-    println!("  not mutated (scripts): {}", g.scripts.join(", "));
+    let _ = writeln!(out, "  not mutated (scripts): {}", g.scripts.join(", "));
+    let mut executed = Vec::new();
     for (label, dialect) in [("unmutated SQL", &plan.dialect), ("SQL printed back by the parser", &g.round_trip)] {
-        let failing = baseline(target, &server, dialect, scenarios, models).await;
-        if !failing.is_empty() {
-            println!("  the {label} already fails {}: fix it before mutating", failing.join(", "));
+        let base = baseline(target, &server, dialect, scenarios, models).await;
+        if !base.failing.is_empty() {
+            let _ = writeln!(out, "  the {label} already fails {}: fix it before mutating", base.failing.join(", "));
             server.close().await;
             return false;
         }
+        executed.push(base.executed);
     }
+    let (by_named, by_generated) = (&executed[0], &executed[1]);
     let order = KillOrder::new(scenarios.len());
     let order = &order;
     let progress = Progress::new((plan.named.len() + g.mutants.len()) as u64, &format!("mutate {target}"));
-    let named = stream::iter(
-        plan.named.iter().map(|(_, d)| first_killer(target, &server, d.clone(), None, scenarios, models, order)),
-    )
+    let named = stream::iter(plan.named.iter().map(|(_, d)| {
+        let candidates = select::select(&select::changed(&plan.dialect, d), by_named);
+        first_killer(&server, d.clone(), candidates, scenarios, models, order)
+    }))
     .buffered(CONCURRENT_RUNS)
     .inspect(|_| progress.inc(1))
     .collect::<Vec<_>>()
     .await;
-    let generated =
-        stream::iter(g.mutants.iter().map(|m| {
-            first_killer(target, &server, m.apply(&g.round_trip), Some(&m.statement), scenarios, models, order)
-        }))
-        .buffered(CONCURRENT_RUNS)
-        .inspect(|_| progress.inc(1))
-        .collect::<Vec<_>>()
-        .await;
+    let generated = stream::iter(g.mutants.iter().map(|m| {
+        let candidates = select::select(std::slice::from_ref(&m.statement), by_generated);
+        first_killer(&server, m.apply(&g.round_trip), candidates, scenarios, models, order)
+    }))
+    .buffered(CONCURRENT_RUNS)
+    .inspect(|_| progress.inc(1))
+    .collect::<Vec<_>>()
+    .await;
     drop(progress);
     server.close().await;
-
+    let runs: usize = named.iter().chain(&generated).map(|v| v.runs).sum();
     let mut ok = true;
     for ((m, _), v) in plan.named.iter().zip(&named) {
         match &v.killer {
-            Some(by) => println!("  killed   {}: {} (by {by})", m.id, m.bug),
+            Some(by) => {
+                let _ = writeln!(out, "  killed   {}: {} (by {by})", m.id, m.bug);
+            }
             None => {
-                println!("  SURVIVED {}: {}", m.id, m.bug);
+                let _ = writeln!(out, "  SURVIVED {}: {}{}", m.id, m.bug, unseen(v));
                 ok = false;
             }
         }
@@ -246,25 +287,26 @@ async fn mutate_target(target: Target, plan: &Plan, scenarios: &[LoadedScenario]
         match (plan.equivalent.get(&m.id), &v.killer) {
             (Some(_), None) => row[2] += 1,
             (Some(_), Some(by)) => {
-                println!("  KILLED BUT DECLARED EQUIVALENT {} ({}), by {by}: remove its declaration", m.id, m.origin);
+                let _ = writeln!(out, "  KILLED BUT DECLARED EQUIVALENT {} ({}), by {by}: remove its declaration", m.id, m.origin);
                 ok = false;
             }
             (None, Some(_)) => row[1] += 1,
             (None, None) => {
                 row[3] += 1;
                 ok = false;
-                println!("  SURVIVED {} [{}] ({})", m.id, m.operator, m.origin);
+                let _ = writeln!(out, "  SURVIVED {} [{}] ({}){}", m.id, m.operator, m.origin, unseen(v));
                 if let Some(d) = diff::render("original", &with_newline(&m.before), "mutant", &with_newline(&m.after)) {
                     for line in d.lines() {
-                        println!("    {line}");
+                        let _ = writeln!(out, "    {line}");
                     }
                 }
             }
         }
     }
     let named_killed = named.iter().filter(|v| v.killer.is_some()).count();
-    println!("  {:<16} {:>9} {:>7} {:>10} {:>8}", "operator", "generated", "killed", "equivalent", "survived");
-    println!(
+    let _ = writeln!(out, "  {:<16} {:>9} {:>7} {:>10} {:>8}", "operator", "generated", "killed", "equivalent", "survived");
+    let _ = writeln!(
+        out,
         "  {:<16} {:>9} {:>7} {:>10} {:>8}",
         "named",
         plan.named.len(),
@@ -275,7 +317,7 @@ async fn mutate_target(target: Target, plan: &Plan, scenarios: &[LoadedScenario]
     let mut total = [plan.named.len(), named_killed, 0, plan.named.len() - named_killed];
     for op in Operator::ALL {
         let row = table.get(&op).copied().unwrap_or_default();
-        println!("  {:<16} {:>9} {:>7} {:>10} {:>8}", op.name(), row[0], row[1], row[2], row[3]);
+        let _ = writeln!(out, "  {:<16} {:>9} {:>7} {:>10} {:>8}", op.name(), row[0], row[1], row[2], row[3]);
         for (t, r) in total.iter_mut().zip(row) {
             *t += r;
         }
@@ -290,9 +332,10 @@ async fn mutate_target(target: Target, plan: &Plan, scenarios: &[LoadedScenario]
             if n == 1 { "it" } else { "them" }
         ),
     };
-    println!(
+    let _ = writeln!(
+        out,
         "{target}: mutation score {score}% ({}/{counted} killed, the {} named counted; {} generated, {} declared \
-         equivalent{unparsed}) in {:.1} s",
+         equivalent{unparsed}) in {:.1} s, {runs} scenario runs",
         total[1],
         plan.named.len(),
         g.mutants.len(),
@@ -300,6 +343,11 @@ async fn mutate_target(target: Target, plan: &Plan, scenarios: &[LoadedScenario]
         started.elapsed().as_secs_f64()
     );
     ok && total[1] == counted
+}
+
+/// Why a surviving mutant ran nothing, if it did not.
+fn unseen(v: &Verdict) -> &'static str {
+    if v.runs == 0 { ": no scenario executes the statement it changes" } else { "" }
 }
 
 fn with_newline(sql: &str) -> String {
@@ -341,31 +389,44 @@ async fn differs(server: &Server, dialect: &Dialect, scenario: &LoadedScenario, 
     }
 }
 
-/// The scenarios that run on `target` (a declared divergence has its own
-/// outcome, not the model's), with their model runs.
-fn runnable<'a>(
-    target: Target,
-    scenarios: &'a [LoadedScenario],
-    models: &'a [ModelRun],
-) -> impl Iterator<Item = (&'a LoadedScenario, &'a ModelRun)> {
-    scenarios
-        .iter()
-        .zip(models)
-        .filter(move |(s, _)| !s.scenario.divergence.keys().any(|t| t.as_str() == target.name()))
+/// Whether `scenario` is compared with the model on `target` (a declared
+/// divergence has its own outcome, not the model's).
+fn compared(target: Target, scenario: &LoadedScenario) -> bool {
+    !scenario.scenario.divergence.keys().any(|t| t.as_str() == target.name())
 }
 
-/// Every scenario whose outcome on `dialect` differs from the model's, run
-/// a few at a time (each in its own namespace).
+/// The unmutated SQL's run of the corpus.
+struct Baseline {
+    /// The scenarios whose outcome differs from the model's.
+    failing: Vec<String>,
+    /// Per scenario (by index), the statements its run executed; empty
+    /// for a scenario not compared on the target.
+    executed: Vec<BTreeSet<String>>,
+}
+
+/// Runs every compared scenario on `dialect`, a few at a time (each in a
+/// namespace of its own), recording what each executed.
 async fn baseline(
     target: Target,
     server: &Server,
     dialect: &Dialect,
     scenarios: &[LoadedScenario],
     models: &[ModelRun],
-) -> Vec<String> {
-    let runs = runnable(target, scenarios, models)
-        .map(|(s, model)| async move { differs(server, dialect, s, model).await.then(|| s.name.clone()) });
-    stream::iter(runs).buffered(CONCURRENT_RUNS).filter_map(|k| async move { k }).collect().await
+) -> Baseline {
+    let runs = scenarios.iter().zip(models).map(|(s, model)| async move {
+        if !compared(target, s) {
+            return (None, BTreeSet::new());
+        }
+        let run = runner::run_logged(server, dialect, s, None).await;
+        let differs = match run.outcome {
+            Ok(outcome) => runner::compared_document(outcome, &dialect.profile) != model.yaml,
+            Err(_) => true,
+        };
+        (differs.then(|| s.name.clone()), select::executed(&run.log))
+    });
+    let results: Vec<_> = stream::iter(runs).buffered(CONCURRENT_RUNS).collect().await;
+    let (failing, executed): (Vec<_>, Vec<_>) = results.into_iter().unzip();
+    Baseline { failing: failing.into_iter().flatten().collect(), executed }
 }
 
 /// The corpus order a mutant tries scenarios in: those that killed the
@@ -378,9 +439,10 @@ impl KillOrder {
         KillOrder(Mutex::new((0..scenarios).map(|i| (0, i)).collect()))
     }
 
-    /// Scenario indices, best killers first.
-    fn order(&self) -> Vec<usize> {
+    /// `candidates` (scenario indices), best killers first.
+    fn order(&self, candidates: &[usize]) -> Vec<usize> {
         let mut v = self.0.lock().map(|v| v.clone()).unwrap_or_default();
+        v.retain(|(_, i)| candidates.contains(i));
         v.sort_by_key(|&(kills, i)| (std::cmp::Reverse(kills), i));
         v.into_iter().map(|(_, i)| i).collect()
     }
@@ -394,40 +456,24 @@ impl KillOrder {
     }
 }
 
-/// Whether a mutant of `statement` can change `scenario`'s outcome at all:
-/// a `legacy_` statement runs only on the legacy schema, and a statement
-/// that has a `legacy_` text runs only on the standard one.
-fn uses(statement: &str, scenario: &LoadedScenario) -> bool {
-    let legacy = scenario.scenario.schema == Schema::Legacy;
-    if statement.starts_with("legacy_") {
-        return legacy;
-    }
-    let has_legacy = contract::spec(statement).is_some_and(|s| s.has_legacy);
-    !(legacy && has_legacy)
-}
-
-/// The first scenario whose outcome on `dialect` differs from the model's,
-/// among those that use `statement` (all for a named mutant, `None`),
-/// best killers first; the rest are not run.
+/// The first of `candidates` (scenario indices: those that can see the
+/// mutant, [`select`]) whose outcome on `dialect` differs from the
+/// model's, best killers first; the rest are not run.
 async fn first_killer(
-    target: Target,
     server: &Server,
     dialect: Dialect,
-    statement: Option<&str>,
+    candidates: Vec<usize>,
     scenarios: &[LoadedScenario],
     models: &[ModelRun],
     order: &KillOrder,
 ) -> Verdict {
-    let skipped = |s: &LoadedScenario| s.scenario.divergence.keys().any(|t| t.as_str() == target.name());
-    for i in order.order() {
-        let (s, model) = (&scenarios[i], &models[i]);
-        if skipped(s) || statement.is_some_and(|name| !uses(name, s)) {
-            continue;
-        }
-        if differs(server, &dialect, s, model).await {
+    let mut runs = 0;
+    for i in order.order(&candidates) {
+        runs += 1;
+        if differs(server, &dialect, &scenarios[i], &models[i]).await {
             order.killed_by(i);
-            return Verdict { killer: Some(s.name.clone()) };
+            return Verdict { killer: Some(scenarios[i].name.clone()), runs };
         }
     }
-    Verdict { killer: None }
+    Verdict { killer: None, runs }
 }

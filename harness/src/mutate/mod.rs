@@ -11,6 +11,7 @@ mod exprs;
 pub mod generate;
 pub mod named;
 pub mod parse;
+pub mod select;
 mod walk;
 
 pub use generate::{GeneratedMutant, Generation, Operator, Unparsed, generate};

@@ -1,0 +1,96 @@
+//! Which scenarios can kill a mutant: those whose unmutated run executed a
+//! statement the mutant changes. A scenario that never executes a changed
+//! statement sends the mutant exactly the SQL it sent the original (the
+//! driver is deterministic: the same scenario, the same replies, the same
+//! calls), so its outcome cannot differ and running it is wasted.
+//!
+//! The executed statements come from the baseline run's statement log
+//! ([`crate::statement_log`]), the same record `run --coverage` counts
+//! (docs/reports.md, "Coverage"). A mutant that no scenario executes
+//! survives without a run: the corpus cannot catch it.
+
+use std::collections::BTreeSet;
+
+use crate::dialect::Dialect;
+use crate::statement_log::Executed;
+
+/// The names of the statements a run executed (`legacy_reap_scan` for a
+/// legacy-schema text), from its log. A statement the run did not send
+/// (a `schema` whose tables were kept from an earlier run) still counts:
+/// a mutant of it changes the next fresh namespace.
+pub fn executed(log: &[Executed]) -> BTreeSet<String> {
+    log.iter().map(|e| e.statement.clone()).collect()
+}
+
+/// The names of the statements whose SQL differs between `original` and
+/// `mutant` (a statement only one of them defines counts as changed).
+pub fn changed(original: &Dialect, mutant: &Dialect) -> Vec<String> {
+    let before: Vec<_> = original.statements().map(|s| (s.name.as_str(), s.sql.as_str())).collect();
+    let after: Vec<_> = mutant.statements().map(|s| (s.name.as_str(), s.sql.as_str())).collect();
+    let mut names: BTreeSet<&str> = BTreeSet::new();
+    for (name, sql) in &before {
+        if !after.iter().any(|(n, s)| n == name && s == sql) {
+            names.insert(name);
+        }
+    }
+    for (name, sql) in &after {
+        if !before.iter().any(|(n, s)| n == name && s == sql) {
+            names.insert(name);
+        }
+    }
+    names.into_iter().map(str::to_owned).collect()
+}
+
+/// The indices of the scenarios (into `executed`, one set per scenario)
+/// that executed at least one of `changed`, in index order.
+pub fn select(changed: &[String], executed: &[BTreeSet<String>]) -> Vec<usize> {
+    executed.iter().enumerate().filter(|(_, names)| changed.iter().any(|c| names.contains(c))).map(|(i, _)| i).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Phase;
+    use crate::statement_log::Returned;
+
+    fn reference() -> Dialect {
+        Dialect::load(&crate::dialect::Source::Embedded, "sqlite").expect("the reference dialect loads")
+    }
+
+    fn entry(statement: &str, returned: Returned) -> Executed {
+        Executed { phase: Phase::Setup, statement: statement.to_owned(), origin: String::new(), binds: Vec::new(), returned }
+    }
+
+    #[test]
+    fn executed_names_every_statement_sent_or_kept() {
+        let log = [
+            entry("schema", Returned::Kept),
+            entry("insert_job", Returned::Done),
+            entry("reap_scan", Returned::Rows(2)),
+            entry("reap_scan", Returned::Rows(0)),
+        ];
+        let names: Vec<_> = executed(&log).into_iter().collect();
+        assert_eq!(names, ["insert_job", "reap_scan", "schema"]);
+    }
+
+    #[test]
+    fn changed_names_only_the_edited_statement() {
+        let original = reference();
+        let scan = original.find("reap_scan", crate::scenario::Schema::Standard).expect("defined").sql.clone();
+        let mutant = original.with_sql("reap_scan", scan.replace('<', "<="));
+        assert_eq!(changed(&original, &mutant), ["reap_scan"]);
+        assert!(changed(&original, &original.clone()).is_empty(), "an unchanged copy changes nothing");
+    }
+
+    #[test]
+    fn select_keeps_the_scenarios_that_executed_a_changed_statement() {
+        let sets: Vec<BTreeSet<String>> = [vec!["insert_job", "reap_scan"], vec!["insert_job"], vec!["legacy_reap_scan"]]
+            .into_iter()
+            .map(|v| v.into_iter().map(str::to_owned).collect())
+            .collect();
+        assert_eq!(select(&["reap_scan".to_owned()], &sets), [0]);
+        assert_eq!(select(&["insert_job".to_owned()], &sets), [0, 1]);
+        assert_eq!(select(&["legacy_reap_scan".to_owned(), "reap_scan".to_owned()], &sets), [0, 2]);
+        assert!(select(&["reap_apply".to_owned()], &sets).is_empty(), "executed by none: no run");
+    }
+}
