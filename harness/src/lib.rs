@@ -35,6 +35,7 @@ pub mod report;
 pub mod resolution;
 pub mod rules;
 pub mod runner;
+pub mod scale;
 pub mod scenario;
 pub mod snapshot;
 pub mod sql;

@@ -42,6 +42,30 @@ impl<'a> SqlEngine<'a> {
         self
     }
 
+    /// The SQL `call`'s statement sends on this connection (placeholders
+    /// in the driver's style) and its values in bind order; `None` when the
+    /// dialect does not define it. For explaining its plan
+    /// (`reapcheck bench --scale`).
+    pub fn prepared(&self, call: &Call) -> Option<(String, Vec<Value>)> {
+        let (name, params) = bindings(call);
+        let statement = self.dialect.find(name, self.schema)?;
+        let prepared = text::prepare(&statement.sql, self.conn.placeholders());
+        let values = values_for(&prepared, &params);
+        Some((prepared.sql, values))
+    }
+
+    /// The connection the engine runs on (for the commands of
+    /// [`crate::backend::PlanKind`]'s module: transactions, statistics,
+    /// plans).
+    pub fn connection(&mut self) -> &mut Connection {
+        self.conn
+    }
+
+    /// Forgets the statements logged so far (a bulk load's million
+    /// inserts need no log).
+    pub fn clear_log(&mut self) {
+        self.log.clear();
+    }
 
     /// The statements run so far, in order.
     pub fn into_log(self) -> Vec<Executed> {

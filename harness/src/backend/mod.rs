@@ -8,6 +8,7 @@ mod lanes;
 mod mssql;
 mod mysql;
 mod numeric;
+mod plan;
 mod postgres;
 mod retry;
 mod sqlite;
@@ -16,6 +17,7 @@ mod tls;
 pub use error::{BackendError, BackendErrorKind};
 pub use instants::InstantEncoding;
 pub use lanes::Lane;
+pub use plan::{PlanKind, summarise_json};
 
 use crate::dialect::contract::Column;
 use crate::dialect::text::{Grammar, Placeholders};

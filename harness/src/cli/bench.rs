@@ -1,14 +1,18 @@
 //! `reapcheck bench`: where the time of a (scenario, target) run goes
 //! (setup, run, teardown), measured over repeated runs of the corpus, and
-//! the wall time of the whole pass. Speed is measured here, never asserted
-//! by timed tests.
+//! the wall time of the whole pass; with `--scale`, the reaper's scan on a
+//! growing table ([`reapcheck::scale`]). Speed is measured here, never
+//! asserted by timed tests.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use reapcheck::dialect::Dialect;
 use reapcheck::progress::Progress;
 use reapcheck::reach::{self, Reach};
 use reapcheck::runner::{self, Phases};
+use reapcheck::scale;
+use reapcheck::target::Target;
 
 use super::inputs::report;
 use super::run::parse_targets;
@@ -23,6 +27,28 @@ pub struct BenchArgs {
     /// Passes over the corpus per target.
     #[arg(long, default_value_t = 5)]
     iterations: usize,
+    /// Measure the reaper at scale instead of the corpus: load each size,
+    /// time `reap_scan` and the reap UPDATEs, print and judge the scan's
+    /// plan, and report the growth ratio t(largest)/t(smallest).
+    #[arg(long)]
+    scale: bool,
+    /// `--scale`: table sizes in rows, comma-separated, ascending.
+    #[arg(long, default_value = "10000,100000,1000000", value_name = "ROWS")]
+    sizes: String,
+    /// `--scale`: processing rows, the same at every size.
+    #[arg(long, default_value_t = 10_000, value_name = "ROWS")]
+    processing: usize,
+    /// `--scale`: stale rows among the processing ones (the scan's
+    /// candidates).
+    #[arg(long, default_value_t = 1_000, value_name = "ROWS")]
+    stale: usize,
+    /// `--scale`: timed scans per size (the median is reported).
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+    /// `--scale`: the largest growth ratio that passes [default: 3 on
+    /// MySQL and MariaDB, 1.5 elsewhere].
+    #[arg(long, value_name = "RATIO")]
+    max_growth: Option<f64>,
     #[command(flatten)]
     inputs: Inputs,
 }
@@ -53,6 +79,21 @@ pub fn bench(args: BenchArgs) -> ExitCode {
         }
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime starts");
+    if args.scale {
+        let settings = match scale_settings(&args) {
+            Ok(s) => s,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(EXIT_INVALID);
+            }
+        };
+        let mut ok = true;
+        for target in targets {
+            let dialect = dialects.iter().find(|d| d.name == target.dialect()).expect("loaded");
+            ok &= runtime.block_on(scale_target(target, dialect, &settings, args.max_growth));
+        }
+        return if ok { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) };
+    }
     let mut ok = true;
     for target in targets {
         let dialect = dialects.iter().find(|d| d.name == target.dialect()).expect("loaded");
@@ -98,6 +139,104 @@ pub fn bench(args: BenchArgs) -> ExitCode {
         });
     }
     if ok { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
+}
+
+/// The `--scale` settings, checked: sizes ascending and above zero, the
+/// processing rows fitting in the smallest size, the stale ones among them.
+fn scale_settings(args: &BenchArgs) -> Result<scale::Settings, String> {
+    let mut sizes = Vec::new();
+    for part in args.sizes.split(',') {
+        let part = part.trim().replace('_', "");
+        let size: usize = part.parse().map_err(|_| format!("--sizes: `{part}` is not a row count (e.g. 10000,100000)"))?;
+        if size == 0 || sizes.last().is_some_and(|&last| size <= last) {
+            return Err(format!("--sizes: {} must be above zero and ascending", args.sizes));
+        }
+        sizes.push(size);
+    }
+    let shape = scale::Shape { processing: args.processing, stale: args.stale };
+    if shape.stale == 0 || shape.stale > shape.processing || shape.processing > sizes[0] {
+        return Err(format!(
+            "--stale {} and --processing {}: need 0 < stale <= processing <= the smallest size ({})",
+            shape.stale, shape.processing, sizes[0]
+        ));
+    }
+    Ok(scale::Settings { sizes, shape, runs: args.runs.max(1) })
+}
+
+/// `bench --scale` on one target: prints each size as it is measured,
+/// then the scan's plan at the largest size, its flags and the growth
+/// ratio against the goal; true when no plan line is flagged and the
+/// ratio is within the goal.
+async fn scale_target(target: Target, dialect: &Dialect, settings: &scale::Settings, max_growth: Option<f64>) -> bool {
+    let (server, _container) = match reach::reach(target).await {
+        Reach::Ready(s, keep) => (s, keep),
+        Reach::Skipped(reason) | Reach::Unreachable(reason) => {
+            println!("{target}: not measured: {reason}");
+            return false;
+        }
+    };
+    let shape = settings.shape;
+    println!(
+        "{target} [{}]: reap_scan at scale ({} processing rows, {} stale; median of {} scans)",
+        server.version(),
+        shape.processing,
+        shape.stale,
+        settings.runs
+    );
+    println!("  {:>9} {:>9} {:>10} {:>15} {:>22}", "rows", "load", "scan", "scan (generic)", format!("reap {} rows", shape.stale));
+    let progress = Progress::spinner(&format!("bench --scale {target}"));
+    let measured = scale::measure(&server, dialect, settings, |size| {
+        progress.suspend(|| {
+            let generic = size.scan_generic.map_or_else(|| "-".to_owned(), ms);
+            println!(
+                "  {:>9} {:>8.1}s {:>10} {:>15} {:>22}",
+                size.rows,
+                size.load.as_secs_f64(),
+                ms(size.scan),
+                generic,
+                ms(size.apply)
+            );
+        })
+    })
+    .await;
+    drop(progress);
+    let _ = server.release_lanes().await;
+    server.close().await;
+    let report = match measured {
+        Ok(r) => r,
+        Err(e) => {
+            println!("{target}: scale FAILED: {e}");
+            return false;
+        }
+    };
+    let Some(largest) = report.sizes.last() else { return false };
+    let mut flags = Vec::new();
+    for (label, plan) in [("plan", Some(&largest.plan)), ("generic plan", largest.plan_generic.as_ref())] {
+        let Some(plan) = plan else { continue };
+        println!("  {label} at {} rows:", largest.rows);
+        for line in plan {
+            println!("    {line}");
+        }
+        flags.extend(scale::judge(report.planner, plan).into_iter().map(|f| (label, f)));
+    }
+    for (label, f) in &flags {
+        println!("  FLAGGED ({label}): `{}` reads {}", f.line, f.reads);
+    }
+    let goal = max_growth.unwrap_or(if dialect.name == "mysql" { 3.0 } else { 1.5 });
+    let mut ok = flags.is_empty();
+    let smallest = report.sizes.first().map_or(0, |s| s.rows);
+    for (label, growth) in [("growth", report.growth()), ("generic growth", report.growth_generic())] {
+        let Some(growth) = growth else { continue };
+        let within = growth <= goal;
+        ok &= within;
+        println!(
+            "  {label} t({})/t({smallest}): {growth:.2} (goal at most {goal}): {}",
+            largest.rows,
+            if within { "ok" } else { "OVER" }
+        );
+    }
+    println!("{target}: scale {}", if ok { "ok" } else { "FAILED" });
+    ok
 }
 
 fn stats(values: impl Iterator<Item = Duration>) -> String {
