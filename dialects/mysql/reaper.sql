@@ -1,6 +1,7 @@
 -- MySQL and MariaDB: the reaper. last_seen = COALESCE(heartbeat_at,
--- updated_at); the scan floor is 30 s below :now; every comparison is
--- strict. Each UPDATE re-checks the scanned row (status, attempts,
+-- updated_at), a stored generated column of `jobs` (schema.sql) that the
+-- scan compares so that its index serves it; the scan floor is 30 s below
+-- :now; every comparison is strict. Each UPDATE re-checks the scanned row (status, attempts,
 -- staleness), so a row that beat, finished or was re-claimed after the scan
 -- is left alone.
 --
@@ -25,7 +26,7 @@ SELECT id, class, attempts, max_retries, claim_timeout,
        CAST(CASE WHEN heartbeat_at IS NULL THEN 0 ELSE 1 END AS SIGNED) AS has_beat
   FROM jobs
  WHERE status = 'processing'
-   AND COALESCE(heartbeat_at, updated_at) < CAST(:now AS DATETIME(6)) - INTERVAL 30 SECOND
+   AND last_seen < CAST(:now AS DATETIME(6)) - INTERVAL 30 SECOND
    AND (:all_queues = 1 OR FIND_IN_SET(queue, :queues) > 0)
  ORDER BY id
 

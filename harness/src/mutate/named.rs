@@ -34,7 +34,9 @@ pub const MUTANTS: &[Mutant] = &[
         id: "coalesce-swapped",
         bug: "COALESCE arguments swapped: the claim time hides every heartbeat",
         statements: REAP_ALL,
-        pattern: r"COALESCE\(\s*heartbeat_at\s*,\s*updated_at\s*\)",
+        // `last_seen`: a stored generated column of that COALESCE, which
+        // the MySQL dialect's scan compares so its index serves it.
+        pattern: r"COALESCE\(\s*heartbeat_at\s*,\s*updated_at\s*\)|\blast_seen\b",
         replacement: "COALESCE(updated_at, heartbeat_at)",
     },
     Mutant {
@@ -62,7 +64,7 @@ pub const MUTANTS: &[Mutant] = &[
         id: "floor-not-strict",
         bug: "`<` made `<=` in the scan floor: a job exactly 30 s silent is a candidate",
         statements: &["reap_scan"],
-        pattern: r"(COALESCE\(\s*heartbeat_at\s*,\s*updated_at\s*\)\s*)<([^=])",
+        pattern: r"((?:COALESCE\(\s*heartbeat_at\s*,\s*updated_at\s*\)|\blast_seen\b)\s*)<([^=])",
         replacement: "$1<=$2",
     },
     Mutant {
