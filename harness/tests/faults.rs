@@ -178,9 +178,13 @@ fn greatest_instead_of_coalesce_for_last_seen_is_caught() {
     let mut edits = Vec::new();
     for statement in ["reap_scan", "reap_retry", "reap_interrupt", "reap_fail"] {
         for (dialect, function) in [("sqlite", "max"), ("postgres", "GREATEST"), ("mysql", "GREATEST")] {
+            // MySQL's scan compares last_seen, the stored generated column
+            // `schema` defines with that COALESCE.
+            let (file, statement) =
+                if dialect == "mysql" && statement == "reap_scan" { ("schema.sql", "schema") } else { ("reaper.sql", statement) };
             edits.push(Edit {
                 dialect,
-                file: "reaper.sql",
+                file,
                 statement,
                 pattern: r"COALESCE\(heartbeat_at, updated_at\)",
                 replacement: match function {
