@@ -25,6 +25,10 @@ mutate targets="sqlite":
 bench targets="sqlite":
     cargo run --release -- bench --db {{targets}}
 
+# The reaper's scan at 10k, 100k and 1M rows, with its plans: `just scale postgres`.
+scale targets="sqlite":
+    cargo run --release -- bench --scale --db {{targets}}
+
 # Generated scenarios on the model and targets: `just fuzz sqlite,postgres 2000`.
 fuzz targets="sqlite" cases="1000":
     cargo run --release -- fuzz --db {{targets}} --cases {{cases}}
