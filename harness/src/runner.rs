@@ -352,14 +352,19 @@ pub async fn run_logged(
         }
     };
     let setup = started.elapsed();
-    let engine = SqlEngine::new(dialect, s.schema, &mut acquired.lane.conn).with_tables_kept(acquired.tables_kept);
+    let engine = SqlEngine::new(dialect, s.schema, &mut acquired.lane.conn)
+        .with_tables_kept(acquired.tables_kept)
+        .with_setup_transaction();
     let mut engine = Resolved::new(engine, dialect.profile.time_resolution);
     let played = AssertUnwindSafe(driver::run_with(s, &mut engine, None, checkpoints)).catch_unwind();
     let run = tokio::select! {
         played = played => played.unwrap_or_else(|panic| Err(panicked("run", panic.as_ref()))),
         signal = interrupt::wait() => Err(EngineError { statement: "run", kind: EngineErrorKind::Interrupted(signal) }),
     };
-    log.extend(engine.into_inner().into_log());
+    let mut engine = engine.into_inner();
+    let settled = engine.settle(run.is_ok()).await;
+    let run = run.and_then(|outcome| settled.map(|()| outcome));
+    log.extend(engine.into_log());
     let ran = started.elapsed();
     let reusable = isolation::reusable(&acquired.lane.conn, run.is_ok(), s.session_time_zone.is_some());
     let namespace = acquired.lane.namespace.clone();

@@ -120,8 +120,10 @@ async fn measure_in(
     settings: &Settings,
     each: &mut impl FnMut(&SizeReport),
 ) -> Result<ScaleReport, EngineError> {
+    // Each batch of rows is one transaction, committed by `settle`.
     let mut engine = SqlEngine::new(dialect, Schema::Standard, &mut acquired.lane.conn)
-        .with_tables_kept(acquired.tables_kept);
+        .with_tables_kept(acquired.tables_kept)
+        .with_setup_transaction();
     engine.call(Call::CreateSchema).await?;
     let now = rows::now();
     let scan = Call::ReapScan { now, queues: None };
@@ -132,11 +134,10 @@ async fn measure_in(
         let started = Clock::now();
         while loaded < size {
             let end = size.min(loaded + BATCH);
-            engine.connection().begin().await.map_err(|e| failed("insert_job", e))?;
             for i in loaded..end {
                 engine.call(Call::InsertJob(settings.shape.row(i, now))).await?;
             }
-            engine.connection().commit().await.map_err(|e| failed("insert_job", e))?;
+            engine.settle(true).await?;
             engine.clear_log();
             loaded = end;
         }
