@@ -76,6 +76,12 @@ SET time_zone = :zone
 
 -- name: schema
 -- ENGINE is explicit: MyISAM has no transactions and no row locks.
+-- STATS_PERSISTENT = 0: statistics are recomputed from the rows a scenario
+-- inserts, not kept from an earlier scenario whose rows were deleted
+-- (the tables are reused, emptied by empty_namespace). With kept
+-- statistics MariaDB read boundaries/scan-order-against-last-seen's rows
+-- by the primary key, so a scan without ORDER BY still came back by id
+-- and its mutant survived; alone, on new tables, it was killed.
 CREATE TABLE jobs (
     id            VARBINARY(255) NOT NULL PRIMARY KEY,
     class         VARBINARY(255) NOT NULL,
@@ -105,7 +111,7 @@ CREATE TABLE jobs (
     last_seen     DATETIME(6)    AS (COALESCE(heartbeat_at, updated_at)) STORED,
     INDEX jobs_reap (status, queue),
     INDEX jobs_stale (status, last_seen)
-) ENGINE = InnoDB;
+) ENGINE = InnoDB STATS_PERSISTENT = 0;
 CREATE TABLE job_leases (
     name        VARBINARY(255) NOT NULL PRIMARY KEY,
     owner       VARBINARY(255) NOT NULL,
@@ -133,7 +139,7 @@ CREATE TABLE jobs (
     -- As jobs_stale in `schema`, on the only instant this table has.
     INDEX jobs_reap (status, queue),
     INDEX jobs_stale (status, updated_at)
-) ENGINE = InnoDB;
+) ENGINE = InnoDB STATS_PERSISTENT = 0;
 CREATE TABLE job_leases (
     name        VARBINARY(255) NOT NULL PRIMARY KEY,
     owner       VARBINARY(255) NOT NULL,
