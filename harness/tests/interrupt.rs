@@ -1,6 +1,6 @@
 //! Interrupted runs leave nothing behind: `reapcheck run --db postgres`
 //! (or `mariadb`) against a private server started by each test (loopback
-//! ports 55433-55437, a temporary data folder, removed afterwards), so stopping
+//! ports 55433-55438, a temporary data folder, removed afterwards), so stopping
 //! or killing things never touches a server anyone else uses. SIGINT mid-run
 //! exits 130 with the summary and no `rc_*` schema left; SIGKILL leaves the
 //! schemas in flight, and the next run removes them and says how many; a
@@ -119,8 +119,13 @@ impl Run {
     }
 
     fn start_on(target: &str, url: &str, extra: &[&str]) -> Run {
+        Run::start_command(&["run"], target, url, extra)
+    }
+
+    /// `reapcheck <command...> --db <target> <extra...>` against `url`.
+    fn start_command(command: &[&str], target: &str, url: &str, extra: &[&str]) -> Run {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_reapcheck"));
-        cmd.args(["run", "--db", target]).args(extra).current_dir(root()).env_remove("REAPCHECK_REQUIRE");
+        cmd.args(command).args(["--db", target]).args(extra).current_dir(root()).env_remove("REAPCHECK_REQUIRE");
         for t in reapcheck::target::Target::ALL {
             cmd.env_remove(t.url_variable());
         }
@@ -152,6 +157,15 @@ impl Run {
         let on = format!(" on {target}");
         while self.lines.lock().unwrap().iter().filter(|l| l.contains(&on)).count() < n {
             assert!(Instant::now() < deadline, "no {n} cases within 300 s: {:?}", self.lines.lock().unwrap());
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Waits until a line starts with `prefix`.
+    fn wait_for_line(&self, prefix: &str) {
+        let deadline = Instant::now() + Duration::from_secs(300);
+        while !self.lines.lock().unwrap().iter().any(|l| l.starts_with(prefix)) {
+            assert!(Instant::now() < deadline, "no `{prefix}` within 300 s: {:?}", self.lines.lock().unwrap());
             std::thread::sleep(Duration::from_millis(5));
         }
     }
@@ -208,6 +222,23 @@ async fn sigint_or_sigterm_mid_run_drops_the_namespaces_in_flight_prints_the_sum
     assert_eq!(code, Some(130), "{out}");
     assert!(out.contains("interrupted by SIGTERM") && closing(&out).1 == 0, "{out}");
     assert_eq!(pg.namespaces().await, Vec::<String>::new(), "schemas left behind after SIGTERM");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigint_mid_bench_scale_drops_its_namespace_and_exits_130() {
+    let Some(_url) = reapcheck::reach::test_url(reapcheck::target::Target::Postgres) else { return };
+    let pg = PrivatePostgres::start(55438);
+    // The first size is measured, the second (400,000 rows) is loading, its
+    // batch's transaction open, when the signal comes.
+    let sizes = ["--scale", "--sizes", "20000,400000", "--processing", "1000", "--stale", "100", "--runs", "1"];
+    let run = Run::start_command(&["bench"], "postgres", &pg.url(), &sizes);
+    run.wait_for_line("      20000 ");
+    std::thread::sleep(Duration::from_millis(500));
+    run.signal(libc::SIGINT);
+    let (code, out) = run.finish();
+    assert_eq!(code, Some(130), "{out}");
+    assert!(out.contains("postgres: scale FAILED: run: interrupted by SIGINT"), "{out}");
+    assert_eq!(pg.namespaces().await, Vec::<String>::new(), "the scale namespace was left behind");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -121,8 +121,12 @@ fn scale_settings_that_cannot_be_measured_are_refused() {
     let dialects = root().join("dialects");
     for (args, message) in [
         (&["--sizes", "20000,2000"][..], "--sizes: 20000,2000 must be above zero and ascending"),
-        (&["--sizes", "1000", "--processing", "2000"][..], "need 0 < stale <= processing <= the smallest size"),
+        (&["--sizes", "1000,2000", "--processing", "1001"][..], "need 0 < stale <= processing <= the smallest size"),
         (&["--sizes", "ten"][..], "--sizes: `ten` is not a row count"),
+        (&["--sizes", "20000"][..], "--sizes: 20000 is one size; give two or more"),
+        (&["--max-growth", "0"][..], "--max-growth: 0 is not a ratio above zero"),
+        (&["--max-growth", "NaN"][..], "--max-growth: NaN is not a ratio above zero"),
+        (&["--runs", "0"][..], "--runs"),
     ] {
         let o = Command::new(env!("CARGO_BIN_EXE_reapcheck"))
             .args(["bench", "--scale", "--db", "sqlite", "--dialects"])

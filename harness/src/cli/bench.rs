@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use reapcheck::dialect::Dialect;
+use reapcheck::interrupt;
 use reapcheck::progress::Progress;
 use reapcheck::reach::{self, Reach};
 use reapcheck::runner::{self, Phases};
@@ -43,8 +44,8 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1_000, value_name = "ROWS")]
     stale: usize,
     /// `--scale`: timed scans per size (the median is reported).
-    #[arg(long, default_value_t = 5)]
-    runs: usize,
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..))]
+    runs: u16,
     /// `--scale`: the largest growth ratio that passes [default: 3 on
     /// MySQL and MariaDB, 1.5 elsewhere].
     #[arg(long, value_name = "RATIO")]
@@ -87,10 +88,14 @@ pub fn bench(args: BenchArgs) -> ExitCode {
                 return ExitCode::from(EXIT_INVALID);
             }
         };
+        interrupt::install();
         let mut ok = true;
         for target in targets {
             let dialect = dialects.iter().find(|d| d.name == target.dialect()).expect("loaded");
             ok &= runtime.block_on(scale_target(target, dialect, &settings, args.max_growth));
+            if interrupt::interrupted().is_some() {
+                return ExitCode::from(interrupt::EXIT_INTERRUPTED);
+            }
         }
         return if ok { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) };
     }
@@ -160,7 +165,15 @@ fn scale_settings(args: &BenchArgs) -> Result<scale::Settings, String> {
             shape.stale, shape.processing, sizes[0]
         ));
     }
-    Ok(scale::Settings { sizes, shape, runs: args.runs.max(1) })
+    if sizes.len() < 2 {
+        return Err(format!("--sizes: {} is one size; give two or more (e.g. 10000,100000) for a growth ratio", args.sizes));
+    }
+    if let Some(goal) = args.max_growth
+        && !(goal.is_finite() && goal > 0.0)
+    {
+        return Err(format!("--max-growth: {goal} is not a ratio above zero (e.g. 1.5)"));
+    }
+    Ok(scale::Settings { sizes, shape, runs: usize::from(args.runs) })
 }
 
 /// `bench --scale` on one target: prints each size as it is measured,
@@ -175,6 +188,11 @@ async fn scale_target(target: Target, dialect: &Dialect, settings: &scale::Setti
             return false;
         }
     };
+    let swept = runner::sweep(&server, dialect).await;
+    if !swept.removed.is_empty() {
+        println!("removed {} namespace(s) left on {target} by earlier runs", swept.removed.len());
+    }
+    swept.errors.iter().for_each(|e| println!("warning: {target}: {e}"));
     let shape = settings.shape;
     println!(
         "{target} [{}]: reap_scan at scale ({} processing rows, {} stale; median of {} scans)",
@@ -225,6 +243,18 @@ async fn scale_target(target: Target, dialect: &Dialect, settings: &scale::Setti
     let goal = max_growth.unwrap_or(if dialect.name == "mysql" { 3.0 } else { 1.5 });
     let mut ok = flags.is_empty();
     let smallest = report.sizes.first().map_or(0, |s| s.rows);
+    if !flags.is_empty() {
+        println!(
+            "  what to do: give the scan an index it can range over on the staleness instant, limited to processing \
+             rows where the product allows (see dialects/*/schema.sql, jobs_stale)"
+        );
+    }
+    if report.sizes.first().is_some_and(|s| s.scan < Duration::from_millis(1)) {
+        println!(
+            "  note: a scan under 1 ms at {smallest} rows is mostly noise, and so is its ratio: measure larger sizes \
+             (the default 10000,100000,1000000) before trusting it"
+        );
+    }
     for (label, growth) in [("growth", report.growth()), ("generic growth", report.growth_generic())] {
         let Some(growth) = growth else { continue };
         let within = growth <= goal;

@@ -97,15 +97,18 @@ pub const MUTATE: &str = concat!(
 pub const BENCH: &str = concat!(
     "Examples:\n  \
      reapcheck bench --db sqlite                     # setup, run, teardown per scenario run\n  \
-     reapcheck bench --db sqlite,postgres\n\n",
+     reapcheck bench --db sqlite,postgres\n  \
+     reapcheck bench --scale --db postgres           # the reaper's scan at 10k, 100k, 1M rows, with plans\n  \
+     reapcheck bench --scale --db sqlite --sizes 10000,100000 --processing 1000 --stale 100\n\n",
     order!(),
     "\nEnvironment:\n  \
      REAPCHECK_REQUIRE     targets whose skip is a failure\n",
     inputs_env!(),
     url_env!(),
     "\nExit codes:\n  \
-     0  measured\n  \
-     1  a run failed or a target could not run\n  \
+     0  measured (--scale: no plan line flagged, growth within the goal)\n  \
+     1  a run failed or a target could not run; --scale: a flagged plan line\n     \
+     or a growth ratio over the goal\n  \
      2  invalid input\n"
 );
 

@@ -50,7 +50,7 @@ pub struct NotEmptied {
 /// `empty_namespace` does not empty; none when it has no `empty_namespace`.
 pub fn not_emptied(d: &Dialect) -> Vec<NotEmptied> {
     let Some(empty) = d.statements().find(|s| s.name == "empty_namespace") else { return Vec::new() };
-    let emptied = tables(&EMPTIED, &empty.sql);
+    let emptied = emptied_tables(&empty.sql);
     let mut missing = Vec::new();
     for creator in d.statements().filter(|s| s.name == "schema" || s.name == "legacy_schema") {
         for table in tables(&CREATED, &creator.sql) {
@@ -60,6 +60,23 @@ pub fn not_emptied(d: &Dialect) -> Vec<NotEmptied> {
         }
     }
     missing
+}
+
+/// The tables `sql` empties: every `TRUNCATE`, and every `DELETE` without
+/// a `WHERE` (a `DELETE ... WHERE` keeps rows, so it empties nothing).
+/// Commands are split at `;`, which a table name never holds.
+fn emptied_tables(sql: &str) -> Vec<String> {
+    static WHERE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"(?i)\bWHERE\b").expect("a valid pattern"));
+    let code = text::strip_comments(sql);
+    let mut found = Vec::new();
+    for command in code.split(';').filter(|c| !WHERE.is_match(c)) {
+        for table in tables(&EMPTIED, command) {
+            if !found.contains(&table) {
+                found.push(table);
+            }
+        }
+    }
+    found
 }
 
 /// The table names `pattern`'s first group captures in `sql` (comments
@@ -91,6 +108,13 @@ mod tests {
     fn created_tables_are_read_quoted_qualified_or_plain() {
         let sql = "CREATE TABLE jobs (id text);\n-- CREATE TABLE ghost (x int)\nCREATE TABLE IF NOT EXISTS \"Job_Leases\" (n text);\nCREATE TABLE [dbo].[audit] (x int)";
         assert_eq!(names(&CREATED, sql), ["jobs", "job_leases", "audit"]);
+    }
+
+    #[test]
+    fn a_delete_with_a_where_empties_nothing() {
+        let sql = "DELETE FROM jobs WHERE status <> 'processing'; DELETE FROM job_leases";
+        assert_eq!(emptied_tables(sql), ["job_leases"]);
+        assert_eq!(emptied_tables("DELETE FROM jobs;\nTRUNCATE TABLE job_leases"), ["jobs", "job_leases"]);
     }
 
     #[test]

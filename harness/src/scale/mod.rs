@@ -95,8 +95,9 @@ fn ratio(small: Duration, large: Duration, sizes: usize) -> Option<f64> {
 /// Measures `dialect` on `server` (module docs). `each` is called after
 /// each size with its report, for progress.
 ///
-/// Errors: a statement failed (its name and the database's message), or
-/// the scan did not find exactly the stale rows (the dialect's SQL is
+/// Errors: a statement failed (its name and the database's message), the
+/// run was interrupted (its namespace is dropped first), or the scan did
+/// not find exactly the stale rows (the dialect's SQL is
 /// wrong before it is slow: run the corpus first).
 pub async fn measure(
     server: &Server,
@@ -106,7 +107,20 @@ pub async fn measure(
 ) -> Result<ScaleReport, EngineError> {
     let mut log = Vec::new();
     let mut acquired = isolation::acquire(server, dialect, Schema::Standard, &mut log).await?;
-    let result = measure_in(&mut acquired, dialect, settings, &mut each).await;
+    // SIGINT or SIGTERM abandons the measurement; the namespace is still
+    // dropped below (crate::interrupt).
+    let result = tokio::select! {
+        r = measure_in(&mut acquired, dialect, settings, &mut each) => r,
+        signal = crate::interrupt::wait() => {
+            Err(EngineError { statement: "run", kind: EngineErrorKind::Interrupted(signal) })
+        }
+    };
+    // An interrupted or failed load may leave a batch's transaction open,
+    // and a drop inside it would be rolled back when the connection
+    // closes: end it first (an error here means there was none).
+    if result.is_err() {
+        let _ = acquired.lane.conn.rollback().await;
+    }
     // The tables are full: never kept for another run.
     let released = isolation::release(server, dialect, acquired, false, &mut log).await;
     let report = result?;
