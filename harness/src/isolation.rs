@@ -181,6 +181,10 @@ async fn fresh(
 /// closes the connection, and confirms a failed drop on a new one.
 async fn drop_lane(server: &Server, dialect: &Dialect, lane: Lane, log: &mut Vec<Executed>) -> Result<(), EngineError> {
     let Lane { mut conn, namespace, .. } = lane;
+    // A run abandoned mid-setup (an interrupt) may leave its setup
+    // transaction open, and a drop inside it would be rolled back when the
+    // connection closes: end it first (an error means there was none).
+    let _ = conn.rollback().await;
     let dropped =
         scripted(&mut conn, dialect, "drop_namespace", Schema::Standard, &namespace, Phase::Teardown, log).await;
     conn.close().await;

@@ -90,8 +90,13 @@ impl<'a> SqlEngine<'a> {
     async fn group_setup(&mut self, call: &Call) -> Result<(), EngineError> {
         let row = matches!(call, Call::InsertJob(_) | Call::InsertLease(_)) && self.phase == Phase::Setup;
         if row && self.setup_transaction && !self.in_transaction {
-            self.conn.begin().await.map_err(|e| failed("insert_job", e))?;
+            // Marked open before the BEGIN is sent: a run abandoned while it
+            // is in flight still rolls back.
             self.in_transaction = true;
+            if let Err(e) = self.conn.begin().await {
+                self.in_transaction = false;
+                return Err(failed("insert_job", e));
+            }
         } else if !row && self.in_transaction {
             self.settle(true).await?;
         }
