@@ -216,10 +216,12 @@ fn each_relaxation_is_needed_by_the_relaxed_port() {
     // scans list candidates in it.
     let order: BTreeSet<String> = [
         "boundaries/scan-candidates",
+        "boundaries/scan-order-against-last-seen",
         "boundaries/scan-order-among-finished",
         "outcomes/events-in-byte-order-of-id",
         "outcomes/events-in-id-order",
         "schema/legacy-scan-candidates",
+        "schema/legacy-scan-order-against-last-seen",
         "schema/legacy-scan-order-among-finished",
     ]
     .map(String::from)
