@@ -443,7 +443,10 @@ fn mutate_runs_a_mutant_only_on_scenarios_that_execute_what_it_changes() {
     assert!(!o.status.success(), "lease mutants cannot be killed here: {out}");
     let unseen = ": no scenario executes the statement it changes";
     for id in ["takeover-ignores-expiry", "legacy-guard-not-strict", "complete-unfenced"] {
-        assert!(out.lines().any(|l| l.starts_with(&format!("  SURVIVED {id}: ")) && l.ends_with(unseen)), "{id}: {out}");
+        assert!(
+            out.lines().any(|l| l.starts_with(&format!("  SURVIVED {id}: ")) && l.ends_with(unseen)),
+            "{id}: {out}"
+        );
     }
     // Every grace scenario scans: the scan's mutants ran, whatever they
     // survived (queue filters are not what these scenarios test).

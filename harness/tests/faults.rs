@@ -180,8 +180,11 @@ fn greatest_instead_of_coalesce_for_last_seen_is_caught() {
         for (dialect, function) in [("sqlite", "max"), ("postgres", "GREATEST"), ("mysql", "GREATEST")] {
             // MySQL's scan compares last_seen, the stored generated column
             // `schema` defines with that COALESCE.
-            let (file, statement) =
-                if dialect == "mysql" && statement == "reap_scan" { ("schema.sql", "schema") } else { ("reaper.sql", statement) };
+            let (file, statement) = if dialect == "mysql" && statement == "reap_scan" {
+                ("schema.sql", "schema")
+            } else {
+                ("reaper.sql", statement)
+            };
             edits.push(Edit {
                 dialect,
                 file,

@@ -94,7 +94,9 @@ impl Connection {
                 let json = self.lines(&format!("EXPLAIN FORMAT=JSON {sql}"), values, &[text("EXPLAIN")], 0).await?;
                 Ok(summarise_json(&json.join("\n")))
             }
-            Connection::Mssql(_) => Ok(vec!["(no plan: SQL Server's SHOWPLAN is not read by reapcheck yet)".to_owned()]),
+            Connection::Mssql(_) => {
+                Ok(vec!["(no plan: SQL Server's SHOWPLAN is not read by reapcheck yet)".to_owned()])
+            }
         }
     }
 
@@ -122,20 +124,26 @@ impl Connection {
     async fn explain_generic(&mut self, sql: &str, values: &[Value]) -> Result<Vec<String>, BackendError> {
         let name_column = [text("name")];
         let names = self
-            .query("SELECT name FROM pg_prepared_statements WHERE statement = $1", &[Value::Text(sql.to_owned())], &name_column)
+            .query(
+                "SELECT name FROM pg_prepared_statements WHERE statement = $1",
+                &[Value::Text(sql.to_owned())],
+                &name_column,
+            )
             .await?;
         let Some(Some(Value::Text(name))) = names.into_iter().next().map(|r| r.into_iter().next()) else {
             return Err(BackendError::new(
                 super::BackendErrorKind::Database,
-                "the statement is not prepared on this connection: run it before asking for its generic plan".to_owned(),
+                "the statement is not prepared on this connection: run it before asking for its generic plan"
+                    .to_owned(),
             ));
         };
         let encoding = self.instant_encoding();
         let literals: Vec<String> = values.iter().map(|v| literal(&encoding.bind(v))).collect();
         let ident = name.replace('"', "\"\"");
         self.execute("SET plan_cache_mode = force_generic_plan", &[]).await?;
-        let plan =
-            self.lines(&format!("EXPLAIN EXECUTE \"{ident}\"({})", literals.join(", ")), &[], &[text("QUERY PLAN")], 0).await;
+        let plan = self
+            .lines(&format!("EXPLAIN EXECUTE \"{ident}\"({})", literals.join(", ")), &[], &[text("QUERY PLAN")], 0)
+            .await;
         let reset = self.execute("RESET plan_cache_mode", &[]).await;
         let plan = plan?;
         reset?;
@@ -146,7 +154,9 @@ impl Connection {
     /// (`on`), or back to the default choice; a no-op elsewhere.
     pub async fn force_generic_plans(&mut self, on: bool) -> Result<(), BackendError> {
         match self {
-            Connection::Postgres(_) if on => self.execute("SET plan_cache_mode = force_generic_plan", &[]).await.map(drop),
+            Connection::Postgres(_) if on => {
+                self.execute("SET plan_cache_mode = force_generic_plan", &[]).await.map(drop)
+            }
             Connection::Postgres(_) => self.execute("RESET plan_cache_mode", &[]).await.map(drop),
             _ => Ok(()),
         }
@@ -226,7 +236,9 @@ mod tests {
             "attached_condition": "jobs.`status` = 'processing'"}}}}}"#;
         assert_eq!(
             summarise_json(json),
-            [r#"table jobs: access_type range, key jobs_stale, used_key_parts ["status","last_seen"], rows 1000, attached_condition jobs.`status` = 'processing'"#]
+            [
+                r#"table jobs: access_type range, key jobs_stale, used_key_parts ["status","last_seen"], rows 1000, attached_condition jobs.`status` = 'processing'"#
+            ]
         );
         assert_eq!(summarise_json("not json\nat all"), ["not json", "at all"]);
     }

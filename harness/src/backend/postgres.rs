@@ -574,7 +574,9 @@ mod tests {
     #[tokio::test]
     async fn a_reused_connection_has_the_session_defaults() {
         let Some(server) = server().await else { return };
-        let super::super::ServerKind::Postgres(pg) = &server.kind else { unreachable!("backend::postgres gives a postgres server") };
+        let super::super::ServerKind::Postgres(pg) = &server.kind else {
+            unreachable!("backend::postgres gives a postgres server")
+        };
         let dialect = dialect("postgres");
         let mut first = server.open().await.expect("a connection opens");
         let default_zone = time_zone(&mut first).await;
@@ -645,7 +647,9 @@ mod tests {
             });
             let opened: Result<Vec<()>, _> = futures_util::future::join_all(opens).await.into_iter().collect();
             opened.expect("16 runs, 4 at once, within a limit of 5 sessions");
-            let super::super::ServerKind::Postgres(pg) = &server.kind else { unreachable!("backend::postgres gives a postgres server") };
+            let super::super::ServerKind::Postgres(pg) = &server.kind else {
+                unreachable!("backend::postgres gives a postgres server")
+            };
             assert_eq!(pg.opened.load(Ordering::Relaxed), 4, "the pool opened more sessions than its limit");
             assert!(sessions_of(&mut admin, &role).await <= 4);
             server.close().await;

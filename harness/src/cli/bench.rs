@@ -152,7 +152,8 @@ fn scale_settings(args: &BenchArgs) -> Result<scale::Settings, String> {
     let mut sizes = Vec::new();
     for part in args.sizes.split(',') {
         let part = part.trim().replace('_', "");
-        let size: usize = part.parse().map_err(|_| format!("--sizes: `{part}` is not a row count (e.g. 10000,100000)"))?;
+        let size: usize =
+            part.parse().map_err(|_| format!("--sizes: `{part}` is not a row count (e.g. 10000,100000)"))?;
         if size == 0 || sizes.last().is_some_and(|&last| size <= last) {
             return Err(format!("--sizes: {} must be above zero and ascending", args.sizes));
         }
@@ -166,7 +167,10 @@ fn scale_settings(args: &BenchArgs) -> Result<scale::Settings, String> {
         ));
     }
     if sizes.len() < 2 {
-        return Err(format!("--sizes: {} is one size; give two or more (e.g. 10000,100000) for a growth ratio", args.sizes));
+        return Err(format!(
+            "--sizes: {} is one size; give two or more (e.g. 10000,100000) for a growth ratio",
+            args.sizes
+        ));
     }
     if let Some(goal) = args.max_growth
         && !(goal.is_finite() && goal > 0.0)
@@ -201,7 +205,14 @@ async fn scale_target(target: Target, dialect: &Dialect, settings: &scale::Setti
         shape.stale,
         settings.runs
     );
-    println!("  {:>9} {:>9} {:>10} {:>15} {:>22}", "rows", "load", "scan", "scan (generic)", format!("reap {} rows", shape.stale));
+    println!(
+        "  {:>9} {:>9} {:>10} {:>15} {:>22}",
+        "rows",
+        "load",
+        "scan",
+        "scan (generic)",
+        format!("reap {} rows", shape.stale)
+    );
     let progress = Progress::spinner(&format!("bench --scale {target}"));
     let measured = scale::measure(&server, dialect, settings, |size| {
         progress.suspend(|| {

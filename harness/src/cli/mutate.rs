@@ -128,7 +128,12 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
             print!("{text}");
             ok &= passed;
         }
-        println!("mutate: {} target{} in {:.1} s", reports.len(), if reports.len() == 1 { "" } else { "s" }, started.elapsed().as_secs_f64());
+        println!(
+            "mutate: {} target{} in {:.1} s",
+            reports.len(),
+            if reports.len() == 1 { "" } else { "s" },
+            started.elapsed().as_secs_f64()
+        );
         ok
     });
     if ok { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
@@ -232,7 +237,11 @@ async fn mutate_into(
         let _ = writeln!(out, "  not applicable: {e}");
     }
     for u in &g.unparsed {
-        let _ = writeln!(out, "  not generated: {} (`{}`): the parser cannot read it: {}", u.origin, u.statement, u.message);
+        let _ = writeln!(
+            out,
+            "  not generated: {} (`{}`): the parser cannot read it: {}",
+            u.origin, u.statement, u.message
+        );
     }
     let _ = writeln!(out, "  not mutated (scripts): {}", g.scripts.join(", "));
     let mut executed = Vec::new();
@@ -287,7 +296,11 @@ async fn mutate_into(
         match (plan.equivalent.get(&m.id), &v.killer) {
             (Some(_), None) => row[2] += 1,
             (Some(_), Some(by)) => {
-                let _ = writeln!(out, "  KILLED BUT DECLARED EQUIVALENT {} ({}), by {by}: remove its declaration", m.id, m.origin);
+                let _ = writeln!(
+                    out,
+                    "  KILLED BUT DECLARED EQUIVALENT {} ({}), by {by}: remove its declaration",
+                    m.id, m.origin
+                );
                 ok = false;
             }
             (None, Some(_)) => row[1] += 1,
@@ -304,7 +317,8 @@ async fn mutate_into(
         }
     }
     let named_killed = named.iter().filter(|v| v.killer.is_some()).count();
-    let _ = writeln!(out, "  {:<16} {:>9} {:>7} {:>10} {:>8}", "operator", "generated", "killed", "equivalent", "survived");
+    let _ =
+        writeln!(out, "  {:<16} {:>9} {:>7} {:>10} {:>8}", "operator", "generated", "killed", "equivalent", "survived");
     let _ = writeln!(
         out,
         "  {:<16} {:>9} {:>7} {:>10} {:>8}",

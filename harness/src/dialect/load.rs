@@ -144,9 +144,10 @@ impl Dialect {
         Err(forgotten
             .into_iter()
             .map(|f| {
-                let (file, line) = f.origin.rsplit_once(':').map_or((f.origin.as_str(), None), |(file, line)| {
-                    (file, line.parse::<u32>().ok())
-                });
+                let (file, line) = f
+                    .origin
+                    .rsplit_once(':')
+                    .map_or((f.origin.as_str(), None), |(file, line)| (file, line.parse::<u32>().ok()));
                 let kind = DialectErrorKind::NotEmptied { table: f.table, created_by: f.created_by };
                 DialectError { file: file.to_owned(), line, column: None, kind }
             })

@@ -58,7 +58,13 @@ mod tests {
     }
 
     fn entry(statement: &str, returned: Returned) -> Executed {
-        Executed { phase: Phase::Setup, statement: statement.to_owned(), origin: String::new(), binds: Vec::new(), returned }
+        Executed {
+            phase: Phase::Setup,
+            statement: statement.to_owned(),
+            origin: String::new(),
+            binds: Vec::new(),
+            returned,
+        }
     }
 
     #[test]
@@ -84,10 +90,11 @@ mod tests {
 
     #[test]
     fn select_keeps_the_scenarios_that_executed_a_changed_statement() {
-        let sets: Vec<BTreeSet<String>> = [vec!["insert_job", "reap_scan"], vec!["insert_job"], vec!["legacy_reap_scan"]]
-            .into_iter()
-            .map(|v| v.into_iter().map(str::to_owned).collect())
-            .collect();
+        let sets: Vec<BTreeSet<String>> =
+            [vec!["insert_job", "reap_scan"], vec!["insert_job"], vec!["legacy_reap_scan"]]
+                .into_iter()
+                .map(|v| v.into_iter().map(str::to_owned).collect())
+                .collect();
         assert_eq!(select(&["reap_scan".to_owned()], &sets), [0]);
         assert_eq!(select(&["insert_job".to_owned()], &sets), [0, 1]);
         assert_eq!(select(&["legacy_reap_scan".to_owned(), "reap_scan".to_owned()], &sets), [0, 2]);

@@ -88,10 +88,9 @@ fn sqlite(plan: &[String]) -> Vec<Flag> {
 fn mysql(plan: &[String]) -> Vec<Flag> {
     let mut flags = Vec::new();
     for line in plan {
-        let field = |key: &str| {
-            line.split(", ").find_map(|part| part.strip_prefix(key).map(|v| v.trim().to_owned()))
-        };
-        let Some(access) = line.split_once("access_type ").map(|(_, rest)| rest.split(',').next().unwrap_or("").trim().to_owned())
+        let field = |key: &str| line.split(", ").find_map(|part| part.strip_prefix(key).map(|v| v.trim().to_owned()));
+        let Some(access) =
+            line.split_once("access_type ").map(|(_, rest)| rest.split(',').next().unwrap_or("").trim().to_owned())
         else {
             continue;
         };
@@ -125,27 +124,47 @@ mod tests {
             "Sort  (cost=1.1..1.2 rows=1 width=64)\n  Sort Key: id COLLATE \"C\"\n  ->  Index Scan using jobs_stale on jobs  (cost=0.29..8.3 rows=1 width=64)\n        Index Cond: (COALESCE(heartbeat_at, updated_at) < ($1 - '00:00:30'::interval))\n        Filter: (($2 = 1) OR (queue = ANY (string_to_array($3, ','::text))))",
         );
         assert!(judge(Planner::Postgres, &good).is_empty());
-        let seq = lines("Sort\n  ->  Seq Scan on jobs  (cost=0.00..2.0 rows=1 width=64)\n        Filter: (status = 'processing'::text)");
-        assert_eq!(judge(Planner::Postgres, &seq), [flag("->  Seq Scan on jobs  (cost=0.00..2.0 rows=1 width=64)", "the whole table")]);
+        let seq = lines(
+            "Sort\n  ->  Seq Scan on jobs  (cost=0.00..2.0 rows=1 width=64)\n        Filter: (status = 'processing'::text)",
+        );
+        assert_eq!(
+            judge(Planner::Postgres, &seq),
+            [flag("->  Seq Scan on jobs  (cost=0.00..2.0 rows=1 width=64)", "the whole table")]
+        );
         let status_only = lines(
             "Sort\n  ->  Bitmap Heap Scan on jobs\n        Recheck Cond: (status = 'processing'::text)\n        ->  Bitmap Index Scan on jobs_reap\n              Index Cond: (status = 'processing'::text)",
         );
         assert_eq!(judge(Planner::Postgres, &status_only)[0].reads, "every processing row");
-        let whole_index = lines("Index Scan using jobs_pkey on jobs\n  Filter: ((status = 'processing'::text) AND (COALESCE(heartbeat_at, updated_at) < $1))");
+        let whole_index = lines(
+            "Index Scan using jobs_pkey on jobs\n  Filter: ((status = 'processing'::text) AND (COALESCE(heartbeat_at, updated_at) < $1))",
+        );
         assert_eq!(judge(Planner::Postgres, &whole_index)[0].reads, "a whole index");
     }
 
     #[test]
     fn sqlite_flags_a_scan_and_a_search_on_status_alone() {
-        assert!(judge(Planner::Sqlite, &lines("SEARCH jobs USING INDEX jobs_stale (<expr><?)\nUSE TEMP B-TREE FOR ORDER BY")).is_empty());
+        assert!(
+            judge(
+                Planner::Sqlite,
+                &lines("SEARCH jobs USING INDEX jobs_stale (<expr><?)\nUSE TEMP B-TREE FOR ORDER BY")
+            )
+            .is_empty()
+        );
         assert_eq!(judge(Planner::Sqlite, &lines("SCAN jobs"))[0].reads, "the whole table");
-        assert_eq!(judge(Planner::Sqlite, &lines("SCAN jobs USING INDEX sqlite_autoindex_jobs_1"))[0].reads, "a whole index");
-        assert_eq!(judge(Planner::Sqlite, &lines("SEARCH jobs USING INDEX jobs_reap (status=?)"))[0].reads, "every processing row");
+        assert_eq!(
+            judge(Planner::Sqlite, &lines("SCAN jobs USING INDEX sqlite_autoindex_jobs_1"))[0].reads,
+            "a whole index"
+        );
+        assert_eq!(
+            judge(Planner::Sqlite, &lines("SEARCH jobs USING INDEX jobs_reap (status=?)"))[0].reads,
+            "every processing row"
+        );
     }
 
     #[test]
     fn mysql_flags_a_full_read_and_a_key_on_status_alone() {
-        let good = lines(r#"table jobs: access_type range, key jobs_stale, used_key_parts ["status","last_seen"], rows 1000"#);
+        let good =
+            lines(r#"table jobs: access_type range, key jobs_stale, used_key_parts ["status","last_seen"], rows 1000"#);
         assert!(judge(Planner::MySql, &good).is_empty());
         let all = lines("table jobs: access_type ALL, rows 1000000");
         assert_eq!(judge(Planner::MySql, &all)[0].reads, "the whole table");

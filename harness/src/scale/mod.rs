@@ -179,8 +179,7 @@ async fn measure_in(
             (None, None)
         };
         let apply = apply_all(&mut engine, &candidates, now).await?;
-        let report =
-            SizeReport { rows: size, load, scan: scan_time, scan_generic, apply, plan, plan_generic };
+        let report = SizeReport { rows: size, load, scan: scan_time, scan_generic, apply, plan, plan_generic };
         each(&report);
         sizes.push(report);
     }
@@ -194,11 +193,7 @@ async fn measure_in(
 }
 
 /// One untimed scan; it must find exactly `stale` rows.
-async fn scan_once(
-    engine: &mut SqlEngine<'_>,
-    scan: &Call,
-    stale: usize,
-) -> Result<Vec<ReapGuard>, EngineError> {
+async fn scan_once(engine: &mut SqlEngine<'_>, scan: &Call, stale: usize) -> Result<Vec<ReapGuard>, EngineError> {
     let Reply::Candidates(found) = engine.call(scan.clone()).await? else {
         return Err(database("reap_scan", "did not answer with candidates"));
     };
@@ -228,7 +223,11 @@ async fn timed(engine: &mut SqlEngine<'_>, scan: &Call, runs: usize) -> Result<D
 
 /// One guarded `reap_retry` per stale row in one transaction, rolled back;
 /// each must change its row.
-async fn apply_all(engine: &mut SqlEngine<'_>, guards: &[ReapGuard], now: crate::time::Instant) -> Result<Duration, EngineError> {
+async fn apply_all(
+    engine: &mut SqlEngine<'_>,
+    guards: &[ReapGuard],
+    now: crate::time::Instant,
+) -> Result<Duration, EngineError> {
     engine.connection().begin().await.map_err(|e| failed("reap_retry", e))?;
     let started = Clock::now();
     let mut result = Ok(());
@@ -237,7 +236,8 @@ async fn apply_all(engine: &mut SqlEngine<'_>, guards: &[ReapGuard], now: crate:
         match engine.call(call).await {
             Ok(Reply::Changed(1)) => {}
             Ok(other) => {
-                result = Err(database("reap_retry", &format!("changed {other:?} rows of stale job {}, not 1", guard.id)));
+                result =
+                    Err(database("reap_retry", &format!("changed {other:?} rows of stale job {}, not 1", guard.id)));
                 break;
             }
             Err(e) => {

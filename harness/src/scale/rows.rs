@@ -103,8 +103,7 @@ mod tests {
         let rows: Vec<JobRow> = (0..30).map(|i| shape.row(i, now)).collect();
         let processing: Vec<&JobRow> = rows.iter().filter(|r| r.status == Status::Processing).collect();
         assert_eq!(processing.len(), 4);
-        let stale: Vec<&str> =
-            processing.iter().filter(|r| last_seen(r) < floor).map(|r| r.id.as_str()).collect();
+        let stale: Vec<&str> = processing.iter().filter(|r| last_seen(r) < floor).map(|r| r.id.as_str()).collect();
         assert_eq!(stale, ["job-000000000", "job-000000001"]);
         assert!(rows[0].heartbeat_at.is_some() && rows[1].heartbeat_at.is_none(), "half of them beat");
         assert!(rows.iter().any(|r| r.status == Status::Pending) && rows.iter().any(|r| r.status == Status::Failed));
