@@ -8,7 +8,7 @@
 //! [`Lane`]: the connection stays inside its namespace with the tables, and
 //! the next run with the same tables ([`lane_key`]) only empties them with
 //! the dialect's `empty_namespace`, whose completeness the dialect check
-//! proves (`dialect::emptying`). Statements stay prepared across runs.
+//! checks (`dialect::emptying`). Statements stay prepared across runs.
 //!
 //! A lane is reused only when nothing of the run can stay behind:
 //! - the run finished without an error (an error may leave a session in a

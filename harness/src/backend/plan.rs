@@ -150,7 +150,7 @@ impl Connection {
         Ok(plan)
     }
 
-    /// Runs `sql`'s statements under PostgreSQL's generic plan from now on
+    /// Plans this session's prepared statements generically from now on
     /// (`on`), or back to the default choice; a no-op elsewhere.
     pub async fn force_generic_plans(&mut self, on: bool) -> Result<(), BackendError> {
         match self {
