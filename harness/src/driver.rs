@@ -11,6 +11,7 @@ use crate::engine::{Call, Candidate, Engine, EngineError, EngineErrorKind, JobRo
 use crate::outcome::{
     ClaimResult, FailureEvent, JobOutcome, LastError, LeaseOutcome, Outcome, StepResult, WorkerResult,
 };
+use crate::policy::Policy;
 use crate::rules::{self, AppClass, ReapAction};
 use crate::scenario::{AttemptRef, DEFAULT_REAPER, Job, Scenario, Step};
 use crate::time::{Duration, Instant};
@@ -39,9 +40,25 @@ pub async fn run_with<E: Engine>(
     scenario: &Scenario,
     engine: &mut E,
     trace: Option<&mut Vec<String>>,
+    checkpoints: Option<&mut Checkpoints>,
+) -> Result<Outcome, EngineError> {
+    run_under(scenario, &Policy::default(), engine, trace, checkpoints).await
+}
+
+/// [`run_with`], deciding as a queue with `policy` does (docs/policy.md):
+/// its grace, claim window, reap action and retry count. The reference
+/// policy is [`Policy::default`].
+pub async fn run_under<E: Engine>(
+    scenario: &Scenario,
+    policy: &Policy,
+    engine: &mut E,
+    trace: Option<&mut Vec<String>>,
     mut checkpoints: Option<&mut Checkpoints>,
 ) -> Result<Outcome, EngineError> {
-    let mut driver = Driver::new(scenario, engine, trace);
+    let mut driver = Driver::new(scenario, policy, engine, trace);
+    if !policy.is_reference() {
+        driver.note(format!("policy: {policy}"));
+    }
     driver.engine.mark(Phase::Setup);
     driver.setup().await?;
     let mut steps = Vec::with_capacity(scenario.steps.len());
@@ -72,6 +89,7 @@ struct Planned {
 
 struct Driver<'a, E> {
     scenario: &'a Scenario,
+    policy: &'a Policy,
     engine: &'a mut E,
     trace: Option<&'a mut Vec<String>>,
     now: Instant,
@@ -87,9 +105,10 @@ struct Driver<'a, E> {
 }
 
 impl<'a, E: Engine> Driver<'a, E> {
-    fn new(scenario: &'a Scenario, engine: &'a mut E, trace: Option<&'a mut Vec<String>>) -> Self {
+    fn new(scenario: &'a Scenario, policy: &'a Policy, engine: &'a mut E, trace: Option<&'a mut Vec<String>>) -> Self {
         Driver {
             scenario,
+            policy,
             engine,
             trace,
             now: scenario.now,
@@ -244,31 +263,38 @@ impl<'a, E: Engine> Driver<'a, E> {
             return Err(EngineError { statement: "reap_scan", kind: EngineErrorKind::Decode(message) });
         }
         let class = self.class(&c.class);
-        let grace = class.grace(self.app_grace);
+        let policy = self.policy;
+        let grace = class.grace_under(policy, self.app_grace);
         let timeout = rules::row_timeout(c.claim_timeout, poll);
-        let claim_window = rules::claim_window(timeout);
-        let window = rules::window(c.has_beat, grace, claim_window);
+        let claim_window = rules::claim_window_under(policy, timeout);
+        let window = rules::window_under(c.has_beat, grace, claim_window);
         let cutoff = shift(self.now, -Duration::from_secs(window), "the reap's cutoff")?;
-        let action = rules::reap_action(&class, c.attempts, c.max_retries);
+        let action = rules::reap_action_under(policy, &class, c.attempts, c.max_retries);
         if self.trace.is_some() {
             let last_seen = c.last_seen.map_or("(not read)".to_owned(), |l| format!("{l} ({})", l.since(self.now)));
+            let (lt, ge) = match policy.staleness {
+                crate::policy::Staleness::Strict => ("<", ">="),
+                crate::policy::Staleness::Inclusive => ("<=", ">"),
+            };
             // Explaining only: the decision to update is the store's guard.
             let state = match c.last_seen {
-                Some(l) if l < cutoff => "stale (last_seen < cutoff), so ",
-                Some(_) => "alive (last_seen >= cutoff), else ",
-                None => "",
+                Some(l) if policy.staleness.is_stale(l, cutoff) => format!("stale (last_seen {lt} cutoff), so "),
+                Some(_) => format!("alive (last_seen {ge} cutoff), else "),
+                None => String::new(),
             };
+            let claim_window = claim_window.map_or("none (the claim starts the heartbeat clock)".to_owned(), |w| format!("{w}s"));
+            let left = if rules::has_retry_left(policy, c.attempts, c.max_retries) { "retries left" } else { "retries spent" };
             self.note(format!(
                 "  candidate {}: last_seen {last_seen}, has_beat {}, grace {grace}s, row timeout {timeout}s, \
-                 claim window {claim_window}s, window {window}s, cutoff {cutoff} ({}), {state}decision {}",
+                 claim window {claim_window}, window {window}s, cutoff {cutoff} ({}), {state}decision {}",
                 c.id,
                 u8::from(c.has_beat),
                 cutoff.since(self.now),
                 match action {
                     ReapAction::Interrupt => "interrupted (not idempotent)".to_owned(),
                     ReapAction::Retry { delay } =>
-                        format!("retry in {delay}s (attempt {} <= {})", c.attempts, c.max_retries),
-                    ReapAction::Fail => format!("failed (attempt {} > {})", c.attempts, c.max_retries),
+                        format!("retry in {delay}s (attempt {}, max_retries {}: {left})", c.attempts, c.max_retries),
+                    ReapAction::Fail => format!("failed (attempt {}, max_retries {}: {left})", c.attempts, c.max_retries),
                 },
             ));
         }
@@ -351,8 +377,11 @@ impl<'a, E: Engine> Driver<'a, E> {
         let job = self.job(&id);
         let class = self.class(job.class.as_str());
         if let Some(name) = rules::lease_name(job, &class) {
-            let expires_at =
-                shift(now, rules::lease_renewal(&class, class.grace(self.app_grace)), "the lease renewal")?;
+            let expires_at = shift(
+                now,
+                rules::lease_renewal(&class, class.grace_under(self.policy, self.app_grace)),
+                "the lease renewal",
+            )?;
             self.changed(Call::LeaseRenew { name, token, expires_at }).await?;
         }
         Ok(WorkerResult::Ok)
@@ -376,7 +405,7 @@ impl<'a, E: Engine> Driver<'a, E> {
                 Reply::Attempt(None) => return Ok((WorkerResult::Fenced, false)),
                 other => return Err(unexpected("the attempt's counters", other)),
             };
-        let is_final = attempts > max_retries;
+        let is_final = !rules::has_retry_left(self.policy, attempts, max_retries);
         let call = if is_final {
             Call::FailFinal { id: id.clone(), token: token.clone(), attempts, now }
         } else {

@@ -33,6 +33,7 @@ pub mod redact;
 pub mod relax;
 pub mod report;
 pub mod resolution;
+pub mod policy;
 pub mod rules;
 pub mod runner;
 pub mod scale;

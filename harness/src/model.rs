@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::engine::{Call, Candidate, Engine, EngineError, JobRow, JobState, LeaseRow, ReapGuard, Reply};
 use crate::outcome::{LastError, Status};
+use crate::policy::{ClaimWindow, Fence, Policy, ScanFloor};
 use crate::rules::{SCAN_FLOOR_SECONDS, defer_seconds};
 use crate::scenario::Schema;
 use crate::time::{Duration, Instant};
@@ -14,14 +15,23 @@ use crate::time::{Duration, Instant};
 #[derive(Clone, Debug)]
 pub struct Model {
     schema: Schema,
+    policy: Policy,
     jobs: BTreeMap<String, JobRow>,
     leases: BTreeMap<String, LeaseRow>,
 }
 
 impl Model {
-    /// Empty tables of the given shape.
+    /// Empty tables of the given shape, under the reference policy.
     pub fn new(schema: Schema) -> Model {
-        Model { schema, jobs: BTreeMap::new(), leases: BTreeMap::new() }
+        Model::under(schema, &Policy::default())
+    }
+
+    /// Empty tables of the given shape whose statements follow `policy`
+    /// (docs/policy.md): its staleness comparison (`<` or `<=`) in the scan
+    /// floor and the reap guard, its scan floor, a claim that writes
+    /// `heartbeat_at` when there is no claim window, and its fence.
+    pub fn under(schema: Schema, policy: &Policy) -> Model {
+        Model { schema, policy: policy.clone(), jobs: BTreeMap::new(), leases: BTreeMap::new() }
     }
 
     /// `COALESCE(heartbeat_at, updated_at)`; `updated_at` alone on the legacy table.
@@ -32,17 +42,23 @@ impl Model {
         }
     }
 
-    /// The row of the live attempt `token` of job `id`, if it is live.
+    /// The row of the live attempt `token` of job `id`, if it is live
+    /// (under `fence = none`, any processing row of the job).
     fn live(&mut self, id: &str, token: &str) -> Option<&mut JobRow> {
-        self.jobs.get_mut(id).filter(|r| r.status == Status::Processing && r.claim_token.as_deref() == Some(token))
+        let unfenced = self.policy.fence == Fence::None;
+        self.jobs
+            .get_mut(id)
+            .filter(|r| r.status == Status::Processing && (unfenced || r.claim_token.as_deref() == Some(token)))
     }
 
     /// The row a reap UPDATE may change: still processing, still the scanned
-    /// attempt, and still silent since before the cutoff.
+    /// attempt (unless `fence = none`), and still silent since before the
+    /// cutoff (`<`, or `<=` under `staleness = "<="`).
     fn reapable(&mut self, guard: &ReapGuard) -> Option<&mut JobRow> {
         let row = self.jobs.get(&guard.id)?;
-        let stale = self.last_seen(row) < guard.cutoff;
-        if row.status == Status::Processing && row.attempts == guard.attempts && stale {
+        let stale = self.policy.staleness.is_stale(self.last_seen(row), guard.cutoff);
+        let same_attempt = self.policy.fence == Fence::None || row.attempts == guard.attempts;
+        if row.status == Status::Processing && same_attempt && stale {
             self.jobs.get_mut(&guard.id)
         } else {
             None
@@ -61,12 +77,15 @@ impl Model {
                 Reply::Done
             }
             Call::Claim { id, token, claim_timeout, now } => {
+                // With no claim window, the claim starts the heartbeat clock.
+                let beat = (self.policy.claim_window == ClaimWindow::None && self.schema == Schema::Standard)
+                    .then_some(now);
                 changed(self.jobs.get_mut(&id).filter(|r| r.status == Status::Pending && r.run_at <= now).map(|r| {
                     r.status = Status::Processing;
                     r.attempts += 1;
                     r.updated_at = now;
                     r.claim_timeout = Some(claim_timeout);
-                    r.heartbeat_at = None;
+                    r.heartbeat_at = beat;
                     r.claim_token = Some(token);
                 }))
             }
@@ -101,11 +120,16 @@ impl Model {
                 }))
             }
             Call::ReapScan { now, queues } => {
-                let floor = now - Duration::from_secs(SCAN_FLOOR_SECONDS);
+                let floor = match self.policy.scan_floor {
+                    ScanFloor::ThirtySeconds => Some(now - Duration::from_secs(SCAN_FLOOR_SECONDS)),
+                    ScanFloor::None => None,
+                };
+                let staleness = self.policy.staleness;
                 let candidates = self
                     .jobs
                     .values()
-                    .filter(|r| r.status == Status::Processing && self.last_seen(r) < floor)
+                    .filter(|r| r.status == Status::Processing)
+                    .filter(|r| floor.is_none_or(|f| staleness.is_stale(self.last_seen(r), f)))
                     .filter(|r| queues.as_ref().is_none_or(|q| q.contains(&r.queue)))
                     .map(|r| Candidate {
                         id: r.id.clone(),

@@ -3,7 +3,9 @@
 //! documents before the one diff renderer (`diff.rs`) compares them.
 
 use crate::dialect::profile::{ClaimTokens, HookOrder, Profile};
-use crate::outcome::{Outcome, StepResult};
+use crate::outcome::{Outcome, Status, StepResult};
+use crate::policy::{Field, FinishedRows, Policy};
+use crate::snapshot;
 
 /// `outcome` with what `profile` leaves unspecified made canonical:
 /// with `claim_token_on_finished_rows = kept`, the claim token of every row
@@ -28,6 +30,58 @@ pub fn normalize(mut outcome: Outcome, profile: &Profile) -> Outcome {
         }
     }
     outcome
+}
+
+/// The document `outcome` is compared by under `profile`: normalized by
+/// its relaxations ([`normalize`]), as snapshot text, with the state its
+/// policy says the queue does not keep left out ([`hide_state`]). Every
+/// comparison of a target with the model, and every trace, goes through it.
+pub fn document(outcome: Outcome, profile: &Profile) -> String {
+    let outcome = normalize(outcome, profile);
+    if !profile.policy.hides_state() {
+        return snapshot::normalize(&outcome.to_yaml());
+    }
+    snapshot::normalize(&hide_state(&outcome, &profile.policy))
+}
+
+/// `outcome` as YAML without what `policy` says the queue does not keep
+/// (docs/policy.md, "State a queue does not keep"): the `absent` fields of
+/// every job row, and, under `finished_rows = deleted`, every row in a
+/// terminal state (a deleted row reads as `gone`: not listed). The rest
+/// keeps the outcome's own order.
+pub fn hide_state(outcome: &Outcome, policy: &Policy) -> String {
+    let deleted = policy.finished_rows == FinishedRows::Deleted;
+    let mut shown = outcome.clone();
+    shown.jobs.retain(|_, j| !(deleted && j.status != Status::Pending && j.status != Status::Processing));
+    let mut text = String::new();
+    // The job rows are the only part with absent fields: render them by
+    // hand, field by field, and the rest through the outcome's own YAML.
+    let yaml = Outcome { jobs: Default::default(), ..shown.clone() }.to_yaml();
+    for line in yaml.lines() {
+        if line == "jobs: {}" {
+            text.push_str("jobs:");
+            if shown.jobs.is_empty() {
+                text.push_str(" {}\n");
+                continue;
+            }
+            text.push('\n');
+            for (id, job) in &shown.jobs {
+                let row = serde_saphyr::to_string(job).expect("a job row always serializes");
+                text.push_str(&format!("  {id}:\n"));
+                for field in row.lines() {
+                    let key = field.split(':').next().unwrap_or_default();
+                    if Field::ALL.iter().any(|f| f.as_str() == key && policy.absent.contains(f)) {
+                        continue;
+                    }
+                    text.push_str(&format!("    {field}\n"));
+                }
+            }
+            continue;
+        }
+        text.push_str(line);
+        text.push('\n');
+    }
+    text
 }
 
 #[cfg(test)]
@@ -77,6 +131,23 @@ mod tests {
         assert_eq!(o.jobs["a"].claim_token, None);
         assert_eq!(o.jobs["b"].claim_token.as_deref(), Some("b/1"));
         assert_eq!(o.on_failure, sample().on_failure);
+    }
+
+    #[test]
+    fn absent_fields_and_deleted_rows_are_left_out_of_the_document() {
+        let mut profile = Profile::default();
+        profile.policy.absent = [Field::UpdatedAt, Field::LastError].into_iter().collect();
+        let text = document(sample(), &profile);
+        assert!(!text.contains("updated_at") && !text.contains("last_error"), "{text}");
+        assert!(text.contains("  a:\n    status: completed\n"), "{text}");
+        profile.policy.finished_rows = FinishedRows::Deleted;
+        let text = document(sample(), &profile);
+        assert!(!text.contains("  a:"), "a completed row is gone: {text}");
+        assert!(text.contains("  b:\n    status: processing\n"), "{text}");
+        let mut none = sample();
+        none.jobs.clear();
+        assert!(document(none, &profile).contains("jobs: {}\n"));
+        assert_eq!(document(sample(), &Profile::default()), snapshot::normalize(&sample().to_yaml()));
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! name). The driver uses them for every target; what the targets differ in,
 //! and what reapcheck tests, is how the database stores and compares time.
 
+use crate::policy::{self, ClaimWindow, GiveUp, GraceFloor, GraceOff, GraceOverrides, NonIdempotent, Policy, Retry, RetryCount};
 use crate::scenario::{Class, DEFAULT_POLL_TIMEOUT, Job};
 use crate::time::Duration;
 
@@ -35,10 +36,22 @@ pub fn row_timeout(claim_timeout: Option<i64>, poll_timeout: i64) -> i64 {
     }
 }
 
-/// `timeout + max(60, timeout)`: 300 gives 600, 3600 gives 7200.
+/// `timeout + max(60, timeout)`: 300 gives 600, 3600 gives 7200 (the
+/// reference claim window; [`claim_window_under`] for any policy).
 /// Saturates at `i64::MAX` (`check` bounds every timeout well below).
 pub fn claim_window(timeout: i64) -> i64 {
     timeout.saturating_add(timeout.max(60))
+}
+
+/// The claim window in seconds under `policy` (docs/policy.md,
+/// `claim_window`): the reference formula, the row timeout alone, or none
+/// (`None`: only the heartbeat decides, the claim starting its clock).
+pub fn claim_window_under(policy: &Policy, timeout: i64) -> Option<i64> {
+    match policy.claim_window {
+        ClaimWindow::TimeoutPlusMax60 => Some(claim_window(timeout)),
+        ClaimWindow::Timeout => Some(timeout),
+        ClaimWindow::None => None,
+    }
 }
 
 /// What the app knows of a class: a class it cannot load falls back to the
@@ -87,12 +100,30 @@ impl AppClass {
         }
     }
 
-    /// The grace in seconds: the class's own when set (0 included), else the
-    /// app setting; <= 0 is off (0), 1 to 29 is raised to 30.
+    /// The grace in seconds under the reference policy: the class's own when
+    /// set (0 included), else the app setting; <= 0 is off (0), 1 to 29 is
+    /// raised to 30.
     pub fn grace(&self, app_grace: i64) -> i64 {
-        match self.heartbeat_grace.unwrap_or(app_grace) {
-            g if g <= 0 => 0,
-            g => g.max(GRACE_FLOOR_SECONDS),
+        self.grace_under(&Policy::default(), app_grace)
+    }
+
+    /// The grace in seconds under `policy` (docs/policy.md, the `grace_*`
+    /// knobs): the class's own when overrides are per class and it sets
+    /// one, else `app_grace`; <= 0 is off (0), or [`policy::DEFAULT_GRACE_SECONDS`]
+    /// when the queue never turns it off; 1 to 29 raised to 30 with the floor.
+    pub fn grace_under(&self, policy: &Policy, app_grace: i64) -> i64 {
+        let configured = match policy.grace_overrides {
+            GraceOverrides::PerClass => self.heartbeat_grace.unwrap_or(app_grace),
+            GraceOverrides::AppOnly => app_grace,
+        };
+        let on = match (configured, policy.grace_off) {
+            (g, GraceOff::Allowed) if g <= 0 => return 0,
+            (g, GraceOff::Never) if g <= 0 => policy::DEFAULT_GRACE_SECONDS,
+            (g, _) => g,
+        };
+        match policy.grace_floor {
+            GraceFloor::ThirtySeconds => on.max(GRACE_FLOOR_SECONDS),
+            GraceFloor::None => on,
         }
     }
 
@@ -110,6 +141,17 @@ pub fn window(has_beat: bool, grace: i64, claim_window: i64) -> i64 {
     if has_beat && grace > 0 { claim_window.min(grace) } else { claim_window }
 }
 
+/// [`window`] where the claim window may be none (docs/policy.md,
+/// `claim_window = none`): then the grace alone decides, whether or not the
+/// attempt beat (its claim started the heartbeat clock). A policy with no
+/// claim window never has its grace off ([`Policy::contradiction`]).
+pub fn window_under(has_beat: bool, grace: i64, claim_window: Option<i64>) -> i64 {
+    match claim_window {
+        Some(cw) => window(has_beat, grace, cw),
+        None => grace,
+    }
+}
+
 /// What the reaper does with a dead job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ReapAction {
@@ -124,14 +166,37 @@ pub enum ReapAction {
     Fail,
 }
 
-/// The first matching outcome for a dead job.
+/// The first matching outcome for a dead job under the reference policy.
 pub fn reap_action(class: &AppClass, attempts: i64, max_retries: i64) -> ReapAction {
-    if !class.idempotent {
-        ReapAction::Interrupt
-    } else if attempts <= max_retries {
-        ReapAction::Retry { delay: class.backoff(attempts) }
-    } else {
-        ReapAction::Fail
+    reap_action_under(&Policy::default(), class, attempts, max_retries)
+}
+
+/// Whether a job that ran `attempts` times has a retry left: `attempts <=
+/// max_retries` (retries after the first run, reference) or `attempts <
+/// max_retries` (`retry_count = max_attempts`).
+pub fn has_retry_left(policy: &Policy, attempts: i64, max_retries: i64) -> bool {
+    match policy.retry_count {
+        RetryCount::AfterFirstRun => attempts <= max_retries,
+        RetryCount::MaxAttempts => attempts < max_retries,
+    }
+}
+
+/// The first matching outcome for a dead job under `policy` (docs/policy.md,
+/// `non_idempotent`, `give_up`, `retry`, `retry_count`): interrupted when
+/// the class is not idempotent and the queue interrupts; failed when the
+/// retries are spent and the queue gives up, or when it never retries;
+/// else a retry after the backoff, or at once.
+pub fn reap_action_under(policy: &Policy, class: &AppClass, attempts: i64, max_retries: i64) -> ReapAction {
+    if !class.idempotent && policy.non_idempotent == NonIdempotent::Interrupt {
+        return ReapAction::Interrupt;
+    }
+    let spent = !has_retry_left(policy, attempts, max_retries);
+    if (spent && policy.give_up == GiveUp::AfterRetries) || policy.retry == Retry::Never {
+        return ReapAction::Fail;
+    }
+    match policy.retry {
+        Retry::Backoff => ReapAction::Retry { delay: class.backoff(attempts) },
+        Retry::Immediate | Retry::Never => ReapAction::Retry { delay: 0 },
     }
 }
 
@@ -267,6 +332,60 @@ mod tests {
     #[case(90_000_000, 30)]
     fn defer_is_the_ceiling_clamped_to_one_to_thirty(#[case] left: i64, #[case] expected: i64) {
         assert_eq!(defer_seconds(left), expected);
+    }
+
+    fn policy(f: impl FnOnce(&mut Policy)) -> Policy {
+        let mut p = Policy::default();
+        f(&mut p);
+        p
+    }
+
+    #[rstest]
+    #[case(None, 300, 300)]
+    #[case(Some(1200), 300, 300)]
+    fn app_only_grace_ignores_the_class(#[case] own: Option<i64>, #[case] app: i64, #[case] expected: i64) {
+        let p = policy(|p| p.grace_overrides = GraceOverrides::AppOnly);
+        assert_eq!(class(own).grace_under(&p, app), expected);
+    }
+
+    #[test]
+    fn the_grace_knobs_change_the_floor_and_off() {
+        let no_floor = policy(|p| p.grace_floor = GraceFloor::None);
+        assert_eq!(class(None).grace_under(&no_floor, 5), 5);
+        assert_eq!(class(None).grace_under(&no_floor, 0), 0);
+        let never_off = policy(|p| p.grace_off = GraceOff::Never);
+        assert_eq!(class(None).grace_under(&never_off, 0), 300);
+        assert_eq!(class(Some(0)).grace_under(&never_off, 100), 300);
+        assert_eq!(class(None).grace_under(&never_off, 10), 30);
+        assert_eq!(class(None).grace_under(&Policy::default(), 10), class(None).grace(10));
+    }
+
+    #[test]
+    fn the_claim_window_knob() {
+        assert_eq!(claim_window_under(&Policy::default(), 300), Some(600));
+        assert_eq!(claim_window_under(&policy(|p| p.claim_window = ClaimWindow::Timeout), 300), Some(300));
+        assert_eq!(claim_window_under(&policy(|p| p.claim_window = ClaimWindow::None), 300), None);
+        assert_eq!(window_under(false, 120, None), 120);
+        assert_eq!(window_under(true, 120, Some(600)), 120);
+        assert_eq!(window_under(false, 120, Some(600)), 600);
+    }
+
+    #[test]
+    fn the_reap_knobs_change_the_action() {
+        let c = class(None);
+        let immediate = policy(|p| p.retry = Retry::Immediate);
+        assert_eq!(reap_action_under(&immediate, &c, 1, 3), ReapAction::Retry { delay: 0 });
+        assert_eq!(reap_action_under(&immediate, &c, 4, 3), ReapAction::Fail);
+        let never_gives_up = policy(|p| p.give_up = GiveUp::Never);
+        assert_eq!(reap_action_under(&never_gives_up, &c, 40, 3), ReapAction::Retry { delay: 3600 });
+        let never_retries = policy(|p| p.retry = Retry::Never);
+        assert_eq!(reap_action_under(&never_retries, &c, 1, 3), ReapAction::Fail);
+        let attempts = policy(|p| p.retry_count = RetryCount::MaxAttempts);
+        assert_eq!(reap_action_under(&attempts, &c, 3, 3), ReapAction::Fail);
+        assert_eq!(reap_action_under(&attempts, &c, 2, 3), ReapAction::Retry { delay: 8 });
+        let not_idempotent = AppClass { idempotent: false, ..c };
+        let retried = policy(|p| p.non_idempotent = NonIdempotent::Retry);
+        assert_eq!(reap_action_under(&retried, &not_idempotent, 1, 3), ReapAction::Retry { delay: 4 });
     }
 
     #[test]

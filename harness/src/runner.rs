@@ -150,6 +150,9 @@ fn expect_problems(scenario: &LoadedScenario, outcome: &Outcome) -> Vec<String> 
 /// (`<dialect> declares no leases (dialect.toml)`).
 /// `outcome` is the reference model's (hooks are needed when it fires one).
 pub fn absent_feature(scenario: &LoadedScenario, dialect: &Dialect, outcome: &Outcome) -> Option<String> {
+    if let Some(why) = dialect.profile.policy.unjudgeable(&scenario.scenario) {
+        return Some(format!("{} {why} (dialect.toml)", dialect.name));
+    }
     let needed = feature::needed(&scenario.scenario, outcome);
     let absent = needed.into_iter().find(|f| !dialect.profile.has(*f))?;
     Some(format!("{} declares no {absent} (dialect.toml)", dialect.name))
@@ -230,15 +233,22 @@ async fn check_under_profile(
 /// resolution, normalized by its relaxations), as targets are compared
 /// with it; for the reference profile, the model's own outcome document.
 pub async fn model_document(scenario: &crate::scenario::Scenario, profile: &Profile) -> String {
-    let mut resolved = Resolved::new(Model::new(scenario.schema), profile.time_resolution);
-    let outcome = driver::run(scenario, &mut resolved, None).await.expect("the model never fails");
+    let outcome = model_outcome(scenario, profile).await;
     compared_document(outcome, profile)
 }
 
+/// The model's outcome of `scenario` under `profile`: its policy decides
+/// (driver and model alike), at its time resolution; not normalized.
+pub async fn model_outcome(scenario: &crate::scenario::Scenario, profile: &Profile) -> Outcome {
+    let mut resolved = Resolved::new(Model::under(scenario.schema, &profile.policy), profile.time_resolution);
+    driver::run_under(scenario, &profile.policy, &mut resolved, None, None).await.expect("the model never fails")
+}
+
 /// A target's outcome as compared under `profile`: normalized by its
-/// relaxations, then as snapshots are.
+/// relaxations, then as snapshots are, without the state its policy says
+/// the queue does not keep ([`relax::document`]).
 pub fn compared_document(outcome: Outcome, profile: &Profile) -> String {
-    snapshot::normalize(&relax::normalize(outcome, profile).to_yaml())
+    relax::document(outcome, profile)
 }
 
 /// A target's run of one scenario.
@@ -356,7 +366,8 @@ pub async fn run_logged(
         .with_tables_kept(acquired.tables_kept)
         .with_setup_transaction();
     let mut engine = Resolved::new(engine, dialect.profile.time_resolution);
-    let played = AssertUnwindSafe(driver::run_with(s, &mut engine, None, checkpoints)).catch_unwind();
+    let policy = &dialect.profile.policy;
+    let played = AssertUnwindSafe(driver::run_under(s, policy, &mut engine, None, checkpoints)).catch_unwind();
     let run = tokio::select! {
         played = played => played.unwrap_or_else(|panic| Err(panicked("run", panic.as_ref()))),
         signal = interrupt::wait() => Err(EngineError { statement: "run", kind: EngineErrorKind::Interrupted(signal) }),

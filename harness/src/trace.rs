@@ -24,7 +24,6 @@ use crate::relax;
 use crate::resolution::Resolved;
 use crate::runner::run_logged;
 use crate::scenario::LoadedScenario;
-use crate::snapshot;
 use crate::statement_log::Executed;
 
 /// Where two stores' step-by-step states first differ.
@@ -44,7 +43,7 @@ pub enum Parting {
 /// Checkpoints (see [`driver::Checkpoints`]) as the documents compared under
 /// `profile`: its relaxations applied, as `run` compares final outcomes.
 pub fn documents(checkpoints: &Checkpoints, profile: &Profile) -> Vec<String> {
-    checkpoints.iter().map(|o| snapshot::normalize(&relax::normalize(o.clone(), profile).to_yaml())).collect()
+    checkpoints.iter().map(|o| relax::document(o.clone(), profile)).collect()
 }
 
 /// Compares checkpoint documents ([`documents`]): index 0 is after setup,
@@ -71,9 +70,9 @@ pub async fn trace(server: &Server, dialect: &Dialect, scenario: &LoadedScenario
     let s = &scenario.scenario;
     let profile = &dialect.profile;
     let mut model_states = Checkpoints::new();
-    let mut model = Resolved::new(Model::new(s.schema), profile.time_resolution);
+    let mut model = Resolved::new(Model::under(s.schema, &profile.policy), profile.time_resolution);
     // The model answers every call; an error here would be a bug in it.
-    let model_run = driver::run_with(s, &mut model, None, Some(&mut model_states)).await;
+    let model_run = driver::run_under(s, &profile.policy, &mut model, None, Some(&mut model_states)).await;
     let mut target_states = Checkpoints::new();
     let run = run_logged(server, dialect, scenario, Some(&mut target_states)).await;
     let (model_states, target_states) = (documents(&model_states, profile), documents(&target_states, profile));

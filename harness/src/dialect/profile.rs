@@ -11,6 +11,7 @@ use toml::Spanned;
 
 use crate::backend::InstantEncoding;
 use crate::feature::Feature;
+use crate::policy::{Policy, PolicyFile, StateFile};
 use crate::resolution::Resolution;
 
 /// The name of the profile file inside a dialect folder.
@@ -55,6 +56,8 @@ pub struct Profile {
     /// (docs/decode-types.md). It changes no outcome: a port that stores
     /// whole seconds also declares `time_resolution`.
     pub instants: InstantEncoding,
+    /// The reaper policy: `[policy.*]` and `[state.*]` (docs/policy.md).
+    pub policy: Policy,
     /// Each knob the file sets, with its reason, in file order: (knob, value, reason).
     pub declared: Vec<(&'static str, String, String)>,
 }
@@ -67,6 +70,7 @@ impl Default for Profile {
             claim_tokens: ClaimTokens::default(),
             hook_order: HookOrder::default(),
             instants: InstantEncoding::default(),
+            policy: Policy::default(),
             declared: Vec::new(),
         }
     }
@@ -79,6 +83,7 @@ impl Profile {
         self.time_resolution == Resolution::Micro
             && self.claim_tokens == ClaimTokens::Cleared
             && self.hook_order == HookOrder::ById
+            && self.policy.is_reference()
     }
 
     /// Whether the queue has `feature`.
@@ -157,6 +162,11 @@ impl Profile {
                 ),
             });
         }
+        profile.policy = Policy::from_files(file.policy, file.state).map_err(|e| {
+            let (line, column) = e.offset.map_or((1, 1), |o| line_column(text, o));
+            ProfileError { line, column, message: e.message }
+        })?;
+        declared.extend(profile.policy.declared.iter().cloned());
         profile.declared = declared;
         Ok(profile)
     }
@@ -207,6 +217,8 @@ struct ProfileFile {
     claim_token_on_finished_rows: Option<Knob<ClaimTokens>>,
     hook_order: Option<Knob<HookOrder>>,
     instants: Option<Knob<InstantEncoding>>,
+    policy: Option<PolicyFile<Spanned<String>>>,
+    state: Option<StateFile<Spanned<String>>>,
 }
 
 /// The 1-based line and character column of byte `offset` in `text`.
@@ -305,6 +317,21 @@ mod tests {
         assert!(Profile::parse(ms).is_ok());
         let e = error("features = { value = [\"legacy\", \"legacy\"], reason = \"x\" }\n");
         assert!(e.message.contains("names `legacy` twice"), "{e}");
+    }
+
+    #[test]
+    fn policy_knobs_are_part_of_the_profile_and_its_errors_have_places() {
+        let p = Profile::parse("[policy.retry]\nvalue = \"immediate\"\nreason = \"revived at once\"\n").unwrap();
+        assert!(!p.is_reference());
+        assert_eq!(p.policy.retry, crate::policy::Retry::Immediate);
+        assert_eq!(p.to_string(), "retry = immediate (revived at once)");
+        let e = error("\n[policy.retry]\nvalue = \"later\"\nreason = \"x\"\n");
+        assert_eq!((e.line, e.column), (3, 9), "{e}");
+        let e = error("[policy.claim_window]\nvalue = \"none\"\nreason = \"pick beats\"\n");
+        assert_eq!(e.line, 3, "{e}");
+        assert!(e.message.contains("could never be reclaimed"), "{e}");
+        let e = error("[policy]\nwhy = 1\n");
+        assert!(e.message.contains("unknown field `why`"), "{e}");
     }
 
     #[test]
