@@ -294,6 +294,7 @@ impl Case {
             settings: Settings { heartbeat_grace: self.app_grace },
             schema: if self.legacy { Schema::Legacy } else { Schema::Standard },
             session_time_zone: self.zone.map(|z| Located::new(z.to_owned())),
+            app_time_zone: None,
             classes: classes.into_iter().enumerate().map(|(i, c)| (format!("C{i}"), c)).collect::<BTreeMap<_, _>>(),
             jobs,
             leases,

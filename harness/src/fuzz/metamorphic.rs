@@ -47,6 +47,7 @@ fn one_job(class: Class, app_grace: i64, legacy: bool, beat: bool, steps: Vec<Lo
         settings: Settings { heartbeat_grace: app_grace },
         schema: if legacy { Schema::Legacy } else { Schema::Standard },
         session_time_zone: None,
+        app_time_zone: None,
         classes: BTreeMap::from([("C".to_owned(), class)]),
         jobs: vec![Job {
             id: Located::new("a".to_owned()),

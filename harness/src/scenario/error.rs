@@ -97,6 +97,11 @@ pub enum ScenarioErrorKind {
         "invalid session_time_zone `{0}`: write an IANA name such as `America/New_York` or an offset such as `+05:30`"
     )]
     BadTimeZone(String),
+    /// `app_time_zone` is not an IANA name.
+    #[error(
+        "invalid app_time_zone `{0}`: write an IANA name such as `America/New_York` (the adapter's `TZ`; offsets are not zones)"
+    )]
+    BadAppTimeZone(String),
     /// An instant the run would compute leaves the declared range.
     #[error(
         "{what} leaves the range every backend stores ({min} to {max}): move the clock or the value back inside it",

@@ -35,6 +35,14 @@ pub struct Scenario {
     /// A time zone set on every connection; outcomes must not change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_time_zone: Option<Located<String>>,
+    /// The application's own time zone (an IANA name such as
+    /// `America/New_York`): an adapter's process runs with `TZ` set to it
+    /// and receives it in `setup` (docs/adapter-protocol.md). It never
+    /// changes the model's outcome: a queue whose clock or cutoff
+    /// arithmetic follows the local wall clock is what it catches. Unset is
+    /// `UTC`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_time_zone: Option<Located<String>>,
     /// Job classes by name.
     #[serde(default)]
     pub classes: BTreeMap<String, Class>,

@@ -26,6 +26,11 @@ pub fn validate(scenario: &Scenario) -> Vec<Problem> {
     {
         problems.push((zone.position(), ScenarioErrorKind::BadTimeZone(zone.to_string())));
     }
+    if let Some(zone) = &scenario.app_time_zone
+        && (!is_time_zone(zone) || zone.starts_with(['+', '-']))
+    {
+        problems.push((zone.position(), ScenarioErrorKind::BadAppTimeZone(zone.to_string())));
+    }
     problems.sort_by_key(|(p, _)| *p);
     problems
 }
@@ -237,6 +242,20 @@ mod tests {
     fn problems(yaml: &str) -> Vec<String> {
         let s = parse_text(yaml).unwrap_or_else(|e| panic!("{e:?}"));
         validate(&s).into_iter().map(|(p, k)| format!("{}: {k}", p.map_or("-".into(), |p| p.to_string()))).collect()
+    }
+
+    #[test]
+    fn the_app_time_zone_is_an_iana_name() {
+        for (zone, ok) in [("America/New_York", true), ("Australia/Lord_Howe", true), ("+05:30", false), ("Mars Base", false)] {
+            let text = format!(
+                "description: x\napp_time_zone: \"{zone}\"\nclasses: {{ C: {{}} }}\njobs: [ {{ id: a, class: C }} ]\nsteps: []\n"
+            );
+            let found = problems(&text);
+            assert_eq!(found.is_empty(), ok, "{zone}: {found:?}");
+            if !ok {
+                assert!(found[0].starts_with("2:16: invalid app_time_zone"), "{found:?}");
+            }
+        }
     }
 
     #[test]
