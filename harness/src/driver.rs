@@ -241,6 +241,11 @@ impl<'a, E: Engine> Driver<'a, E> {
         timeout: Option<i64>,
         queues: Option<&Vec<crate::scenario::Located<String>>>,
     ) -> Result<Vec<Planned>, EngineError> {
+        if self.policy.recovery == crate::policy::Recovery::NextClaim {
+            // The queue has no reaper: the next claim recovers a dead attempt.
+            self.note("  no reaper under recovery = next_claim: nothing scanned".to_owned());
+            return Ok(Vec::new());
+        }
         let poll = rules::poll_timeout(timeout);
         let queues = queues.map(|q| q.iter().map(|s| s.to_string()).collect());
         let candidates = match self.call(Call::ReapScan { now: self.now, queues }).await? {
@@ -332,13 +337,32 @@ impl<'a, E: Engine> Driver<'a, E> {
         Ok(count)
     }
 
+    /// Under `recovery = next_claim` (docs/policy.md), the cutoffs a claim
+    /// re-takes a stale attempt by: the class's windows (its timeout, the
+    /// grace in effect) before `now`, for an attempt that beat and one that
+    /// did not. `None` under the reference recovery, by a reaper.
+    fn retake(&self, class: &AppClass) -> Result<Option<crate::engine::Retake>, EngineError> {
+        if self.policy.recovery != crate::policy::Recovery::NextClaim {
+            return Ok(None);
+        }
+        let grace = class.grace_under(self.policy, self.app_grace);
+        let timeout = rules::row_timeout(Some(class.timeout), rules::poll_timeout(None));
+        let claim_window = rules::claim_window_under(self.policy, timeout);
+        let cutoff = |has_beat| {
+            let window = rules::window_under(has_beat, grace, claim_window);
+            shift(self.now, -Duration::from_secs(window), "the claim's re-take cutoff")
+        };
+        Ok(Some(crate::engine::Retake { beat_cutoff: cutoff(true)?, claim_cutoff: cutoff(false)? }))
+    }
+
     async fn claim(&mut self, id: &str, label: Option<String>) -> Result<ClaimResult, EngineError> {
         let job = self.job(id);
         let class = self.class(job.class.as_str());
         let number = self.claims.get(id).copied().unwrap_or(0) + 1;
         let token = label.unwrap_or_else(|| format!("{id}/{number}"));
         let now = self.now;
-        let claim = Call::Claim { id: id.to_owned(), token: token.clone(), claim_timeout: class.timeout, now };
+        let retake = self.retake(&class)?;
+        let claim = Call::Claim { id: id.to_owned(), token: token.clone(), claim_timeout: class.timeout, now, retake };
         if self.changed(claim).await? == 0 {
             return Ok(ClaimResult::NotClaimable);
         }

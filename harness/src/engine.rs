@@ -135,6 +135,17 @@ pub struct ReapGuard {
     pub cutoff: Instant,
 }
 
+/// What a claim may re-take under `recovery = next_claim` (docs/policy.md):
+/// a processing row whose `last_seen` is stale against the cutoff for its
+/// kind (`has_beat` or not), compared as the policy's staleness says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retake {
+    /// `now - window` for an attempt that beat.
+    pub beat_cutoff: Instant,
+    /// `now - window` for an attempt that never beat.
+    pub claim_cutoff: Instant,
+}
+
 /// One operation of the contract. Each has a statement of the same name in
 /// every dialect (see `dialect::contract`).
 #[derive(Clone, Debug)]
@@ -148,12 +159,14 @@ pub enum Call {
     CreateSchema,
     InsertJob(JobRow),
     InsertLease(LeaseRow),
-    /// `pending` and due -> `processing`, attempts + 1, heartbeat cleared.
+    /// `pending` and due -> `processing`, attempts + 1, heartbeat cleared;
+    /// with `retake`, also a processing row whose attempt is stale.
     Claim {
         id: String,
         token: String,
         claim_timeout: i64,
         now: Instant,
+        retake: Option<Retake>,
     },
     /// `heartbeat_at = now` (legacy: `updated_at`) for the live attempt.
     Heartbeat {

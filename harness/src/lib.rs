@@ -21,6 +21,7 @@ pub mod feature;
 pub mod fuzz;
 pub mod input_file;
 pub mod interrupt;
+pub mod invariants;
 pub mod isolation;
 pub mod model;
 pub mod mutate;

@@ -76,11 +76,23 @@ impl Model {
                 self.leases.insert(lease.name.clone(), lease);
                 Reply::Done
             }
-            Call::Claim { id, token, claim_timeout, now } => {
+            Call::Claim { id, token, claim_timeout, now, retake } => {
                 // With no claim window, the claim starts the heartbeat clock.
                 let beat = (self.policy.claim_window == ClaimWindow::None && self.schema == Schema::Standard)
                     .then_some(now);
-                changed(self.jobs.get_mut(&id).filter(|r| r.status == Status::Pending && r.run_at <= now).map(|r| {
+                // Under `recovery = next_claim`, a stale attempt is re-taken.
+                let stale = |m: &Model, r: &JobRow| {
+                    retake.is_some_and(|t| {
+                        let has_beat = m.schema == Schema::Standard && r.heartbeat_at.is_some();
+                        let cutoff = if has_beat { t.beat_cutoff } else { t.claim_cutoff };
+                        r.status == Status::Processing && m.policy.staleness.is_stale(m.last_seen(r), cutoff)
+                    })
+                };
+                let claimable = self
+                    .jobs
+                    .get(&id)
+                    .is_some_and(|r| (r.status == Status::Pending && r.run_at <= now) || stale(self, r));
+                changed(self.jobs.get_mut(&id).filter(|_| claimable).map(|r| {
                     r.status = Status::Processing;
                     r.attempts += 1;
                     r.updated_at = now;
@@ -293,7 +305,7 @@ mod tests {
         row.status = Status::Pending;
         row.run_at = at(10);
         let mut m = model(Schema::Standard, vec![row]);
-        let claim = |now| Call::Claim { id: "a".into(), token: "a/1".into(), claim_timeout: 60, now: at(now) };
+        let claim = |now| Call::Claim { id: "a".into(), token: "a/1".into(), claim_timeout: 60, now: at(now), retake: None };
         assert_eq!(m.answer(claim(9)), Reply::Changed(0));
         assert_eq!(m.answer(claim(10)), Reply::Changed(1));
         assert_eq!(m.answer(claim(11)), Reply::Changed(0));

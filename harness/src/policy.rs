@@ -177,6 +177,20 @@ pub enum Fence {
     None,
 }
 
+/// How a dead attempt is recovered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Recovery {
+    /// By a reaper pass (`reap`, `scan`/`apply`), as the spec says (reference).
+    #[default]
+    Reaper,
+    /// By the next claim: a claim takes a processing job whose attempt is
+    /// older than its window (as queues whose `reserve` re-takes a stale
+    /// lock); the queue has no reaper, so `reap`, `scan` and `apply` change
+    /// nothing.
+    NextClaim,
+}
+
 /// A field of the outcome's job rows that a queue may not keep.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -272,6 +286,8 @@ pub struct Policy {
     pub queues: Queues,
     /// The fence.
     pub fence: Fence,
+    /// How a dead attempt is recovered.
+    pub recovery: Recovery,
     /// Fields of the job rows the queue does not keep: not compared.
     pub absent: BTreeSet<Field>,
     /// Finished rows kept or deleted.
@@ -383,6 +399,7 @@ pub struct PolicyFile<R> {
     pub retry_count: Option<Knob<RetryCount, R>>,
     pub queues: Option<Knob<Queues, R>>,
     pub fence: Option<Knob<Fence, R>>,
+    pub recovery: Option<Knob<Recovery, R>>,
 }
 
 /// The `[state]` table: what a queue does not keep.
@@ -493,6 +510,7 @@ impl Policy {
             knob!(f, retry_count, "retry_count", |v: &RetryCount| snake(serde_name(v)));
             knob!(f, queues, "queues", |v: &Queues| snake(serde_name(v)));
             knob!(f, fence, "fence", |v: &Fence| snake(serde_name(v)));
+            knob!(f, recovery, "recovery", |v: &Recovery| snake(serde_name(v)));
         }
         if let Some(s) = state {
             if let Some(k) = s.absent {
@@ -616,6 +634,40 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.message.contains("neither retried nor failed"), "{e}");
+    }
+
+    async fn outcome(policy: &Policy, yaml: &str) -> crate::outcome::Outcome {
+        let s = crate::scenario::parse_text(yaml).unwrap();
+        let mut model = crate::model::Model::under(s.schema, policy);
+        crate::driver::run_under(&s, policy, &mut model, None, None).await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn next_claim_recovers_a_stale_attempt_and_the_reaper_does_nothing() {
+        use crate::outcome::{ClaimResult, Status, StepResult};
+        // Claimed 11 minutes ago with a 300 s timeout: past its 600 s window.
+        let yaml = "description: x\nclasses: { C: {} }\n\
+                    jobs: [ { id: a, class: C, status: processing, attempts: 1, claimed: -11m },\
+                    { id: b, class: C, status: processing, attempts: 1, claimed: -9m } ]\n\
+                    steps: [ reap, { claim: { job: a } }, { claim: { job: b } } ]\n";
+        let reference = outcome(&Policy::default(), yaml).await;
+        assert_eq!(reference.steps[0], Some(StepResult::Reap(1)));
+        let next_claim = Policy { recovery: Recovery::NextClaim, ..Policy::default() };
+        let o = outcome(&next_claim, yaml).await;
+        assert_eq!(o.steps[0], Some(StepResult::Reap(0)), "no reaper");
+        assert_eq!(o.steps[1], Some(StepResult::Claim(ClaimResult::Claimed)), "the stale attempt is re-taken");
+        assert_eq!(o.steps[2], Some(StepResult::Claim(ClaimResult::NotClaimable)), "a live one is not");
+        assert_eq!((o.jobs["a"].status, o.jobs["a"].attempts, o.jobs["a"].claim_token.as_deref()), (Status::Processing, 2, Some("a/2")));
+    }
+
+    #[tokio::test]
+    async fn no_claim_window_means_the_claim_starts_the_heartbeat_clock() {
+        let policy = Policy { claim_window: ClaimWindow::None, grace_off: GraceOff::Never, ..Policy::default() };
+        let yaml = "description: x\nclasses: { C: {} }\njobs: [ { id: a, class: C } ]\n\
+                    steps: [ { claim: { job: a } }, { advance: 301s }, reap ]\n";
+        let o = outcome(&policy, yaml).await;
+        assert_eq!(o.steps[2], Some(crate::outcome::StepResult::Reap(1)), "dead after the grace alone");
+        assert_eq!(outcome(&Policy::default(), yaml).await.steps[2], Some(crate::outcome::StepResult::Reap(0)));
     }
 
     #[test]

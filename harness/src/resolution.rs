@@ -70,7 +70,13 @@ impl Resolution {
                 ..r
             }),
             Call::InsertLease(l) => Call::InsertLease(LeaseRow { expires_at: t(l.expires_at), ..l }),
-            Call::Claim { id, token, claim_timeout, now } => Call::Claim { id, token, claim_timeout, now: t(now) },
+            Call::Claim { id, token, claim_timeout, now, retake } => Call::Claim {
+                id,
+                token,
+                claim_timeout,
+                now: t(now),
+                retake: retake.map(|r| crate::engine::Retake { beat_cutoff: t(r.beat_cutoff), claim_cutoff: t(r.claim_cutoff) }),
+            },
             Call::Heartbeat { id, token, now } => Call::Heartbeat { id, token, now: t(now) },
             Call::Complete { id, token, now } => Call::Complete { id, token, now: t(now) },
             Call::FailRetry { id, token, attempts, now, run_at } => {

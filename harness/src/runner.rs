@@ -176,7 +176,10 @@ pub async fn check_target(
     if let Some(reason) = absent_feature(scenario, dialect, &model.outcome) {
         return TargetRun { verdict: Verdict::Skipped(reason), yaml: None, log: Vec::new() };
     }
-    let run = run_logged(server, dialect, scenario, None).await;
+    // The state after every step, for the invariants every queue keeps.
+    let mut states = driver::Checkpoints::new();
+    let run = run_logged(server, dialect, scenario, Some(&mut states)).await;
+    let broken = crate::invariants::check(&scenario.scenario, &dialect.profile.policy, &states);
     let (verdict, yaml) = match run.outcome {
         Err(EngineError { kind: EngineErrorKind::Interrupted(signal), .. }) => {
             let reason = format!("interrupted by {signal} mid-run; its namespace was dropped");
@@ -186,12 +189,23 @@ pub async fn check_target(
         Ok(outcome) => {
             let yaml = snapshot::normalize(&outcome.to_yaml());
             let declared = scenario.scenario.divergence.iter().find(|(t, _)| t.as_str() == target.name());
-            let verdict = match declared {
-                Some((_, reason)) => check_divergence(scenario, target, reason, &yaml, model),
-                None if dialect.profile.is_reference() => check_against_model(scenario, target, &outcome, &yaml, model),
-                None => check_under_profile(scenario, target, dialect, outcome, model).await,
+            let pin = dialect.pins.get(&scenario.name);
+            let (verdict, yaml) = match (declared, pin) {
+                (Some((_, reason)), _) => (check_divergence(scenario, target, reason, &yaml, model), yaml),
+                (None, Some(pin)) => {
+                    let document = compared_document(outcome, &dialect.profile);
+                    (check_pin(target, pin, &document), document)
+                }
+                (None, None) => (
+                    if dialect.profile.is_reference() {
+                        check_against_model(scenario, target, &outcome, &yaml, model)
+                    } else {
+                        check_under_profile(scenario, target, dialect, outcome, model).await
+                    },
+                    yaml,
+                ),
             };
-            (verdict, Some(yaml))
+            (with_invariants(verdict, &broken), Some(yaml))
         }
     };
     let verdict = match verdict {
@@ -202,6 +216,71 @@ pub async fn check_target(
         other => other,
     };
     TargetRun { verdict, yaml, log: run.log }
+}
+
+/// A target's document against its dialect's pinned outcome
+/// (docs/policy.md, "Pinned outcomes"): the pin's reason when it holds;
+/// new when the pin has no outcome yet (`run --accept` writes it).
+fn check_pin(target: Target, pin: &crate::dialect::pins::Pin, document: &str) -> Verdict {
+    match &pin.outcome {
+        None => Verdict::New,
+        Some(pinned) => match diff::render("pinned outcome", pinned, target.name(), document) {
+            None => Verdict::Diverged(format!("pinned ({})", pin.reason)),
+            Some(d) => Verdict::Fail(format!(
+                "{target} no longer gives the outcome pinned in {} ({}); fix the port, or delete the pin's \
+                 `outcome` and accept the new one with `reapcheck run --accept --exact {}`\n{d}",
+                pin.path.display(),
+                pin.reason,
+                pin.scenario
+            )),
+        },
+    }
+}
+
+/// Problems with the pins of `dialects` before anything runs: a pin naming
+/// no scenario of `scenarios` (when `all` scenarios are selected), and a
+/// pin whose outcome the model under the dialect's policy already gives
+/// (then it pins nothing). Each as `file: message`.
+pub async fn pin_problems(scenarios: &[LoadedScenario], dialects: &[Dialect], all: bool) -> Vec<String> {
+    let mut problems = Vec::new();
+    for dialect in dialects {
+        for pin in dialect.pins.values() {
+            let Some(s) = scenarios.iter().find(|s| s.name == pin.scenario) else {
+                if all {
+                    problems.push(format!(
+                        "{}:1:1: pins `{}`, which is no scenario of this run: rename the pin after its scenario, or delete it",
+                        pin.path.display(),
+                        pin.scenario
+                    ));
+                }
+                continue;
+            };
+            let model = model_document(&s.scenario, &dialect.profile).await;
+            if pin.outcome.as_deref() == Some(model.as_str()) {
+                problems.push(format!(
+                    "{}:1:1: pins the outcome the model under {}'s policy already gives: delete the pin",
+                    pin.path.display(),
+                    dialect.name
+                ));
+            }
+        }
+    }
+    problems
+}
+
+/// `verdict`, failed when any invariant is `broken` (docs/policy.md,
+/// "Invariants that hold for every queue"): even a run that matches the
+/// model, its snapshot or a pinned outcome fails, naming the rule and the
+/// step.
+pub fn with_invariants(verdict: Verdict, broken: &[crate::invariants::Violation]) -> Verdict {
+    if broken.is_empty() {
+        return verdict;
+    }
+    let lines: Vec<String> = broken.iter().map(|v| v.to_string()).collect();
+    match verdict {
+        Verdict::Fail(detail) => Verdict::Fail(format!("{}\n{detail}", lines.join("\n"))),
+        _ => Verdict::Fail(lines.join("\n")),
+    }
 }
 
 /// The target against the model under the dialect's profile: the model

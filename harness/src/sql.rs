@@ -369,13 +369,15 @@ fn bindings(call: &Call) -> (&'static str, Vec<(&'static str, Value)>) {
         Call::InsertLease(l) => {
             ("insert_lease", vec![("name", text(&l.name)), ("owner", text(&l.owner)), ("expires_at", at(l.expires_at))])
         }
-        Call::Claim { id, token, claim_timeout, now } => (
+        Call::Claim { id, token, claim_timeout, now, retake } => (
             "claim",
             vec![
                 ("id", text(id)),
                 ("token", text(token)),
                 ("claim_timeout", Value::Int(*claim_timeout)),
                 ("now", at(*now)),
+                ("beat_cutoff", retake.map_or(Value::Null(crate::engine::Kind::Instant), |r| at(r.beat_cutoff))),
+                ("claim_cutoff", retake.map_or(Value::Null(crate::engine::Kind::Instant), |r| at(r.claim_cutoff))),
             ],
         ),
         Call::Heartbeat { id, token, now } => {

@@ -271,6 +271,11 @@ pub fn run(args: RunArgs) -> ExitCode {
     };
     interrupt::install();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime starts");
+    let pin_errors = runtime.block_on(runner::pin_problems(&scenarios, &dialects, args.filters.is_empty()));
+    if !pin_errors.is_empty() {
+        pin_errors.iter().for_each(|e| eprintln!("error: {e}"));
+        return ExitCode::from(EXIT_INVALID);
+    }
     let (records, coverages) = runtime.block_on(run_all(&args, &plan));
     let mut tally = Tally::default();
     records.iter().for_each(|r| tally.add_record(r));
@@ -471,6 +476,12 @@ async fn run_all(args: &RunArgs, plan: &Plan<'_>) -> (Vec<CaseRecord>, Vec<Cover
                 if let (true, Verdict::New, true, Some(yaml)) = (args.accept, &verdict, declared, &run.yaml) {
                     verdict = accept_divergence(s, target, yaml, root);
                 }
+                let pin = dialect.pins.get(&s.name);
+                if let (true, Verdict::New, false, Some(pin), Some(document)) =
+                    (args.accept, &verdict, declared, pin, &run.yaml)
+                {
+                    verdict = accept_pin(pin, document);
+                }
                 let accept = format!("reapcheck run --db {target} --accept --exact {}", s.name);
                 let verdict = runner::under_ci(verdict, &accept);
                 // Hashes are comparable across targets only under the reference profile.
@@ -567,6 +578,18 @@ fn record(
         elapsed: started.elapsed(),
         outcome_hash,
         rerun: Some(rerun_command(target, s, args)),
+    }
+}
+
+/// Writes the port's document into a pin that had only its reason
+/// (docs/policy.md, "Pinned outcomes").
+fn accept_pin(pin: &reapcheck::dialect::pins::Pin, document: &str) -> Verdict {
+    match std::fs::write(&pin.path, reapcheck::dialect::pins::render(&pin.reason, document)) {
+        Ok(()) => {
+            println!("wrote {}", pin.path.display());
+            Verdict::New
+        }
+        Err(e) => Verdict::Fail(format!("cannot write {}: {e}", pin.path.display())),
     }
 }
 

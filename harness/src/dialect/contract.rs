@@ -182,13 +182,13 @@ pub const CONTRACT: &[StatementSpec] = &[
     },
     StatementSpec {
         name: "claim",
-        params: &["id", "token", "claim_timeout", "now"],
+        params: &["id", "token", "claim_timeout", "now", "beat_cutoff", "claim_cutoff"],
         shape: Shape::Update,
         has_legacy: true,
         may_be_blank: false,
         feature: None,
         optional: false,
-        doc: "pending and run_at <= now: processing, attempts + 1, updated_at, claim_timeout, token; clear heartbeat_at",
+        doc: "pending and run_at <= now: processing, attempts + 1, updated_at, claim_timeout, token; clear heartbeat_at (:beat_cutoff, :claim_cutoff: NULL unless the policy recovers by the next claim)",
     },
     StatementSpec {
         name: "heartbeat",

@@ -114,6 +114,9 @@ pub enum DialectErrorKind {
     /// The profile file is not valid.
     #[error("{0}")]
     Profile(String),
+    /// A pinned outcome (`pinned/*.yaml`) is not valid.
+    #[error("{0}")]
+    Pin(String),
     /// A statement that must do something is blank.
     #[error("statement `{0}` is blank: it must hold SQL")]
     Blank(String),

@@ -42,6 +42,8 @@ pub struct Dialect {
     pub name: String,
     /// Its `dialect.toml`, or the default (reference) profile.
     pub profile: Profile,
+    /// Its pinned outcomes (`pinned/`), by scenario name; none when embedded.
+    pub pins: std::collections::BTreeMap<String, super::pins::Pin>,
     statements: BTreeMap<String, Statement>,
 }
 
@@ -133,10 +135,17 @@ impl Dialect {
             };
             errors.push(DialectError { file: name.to_owned(), line: None, column: None, kind });
         }
+        let pins = match source {
+            Source::Embedded => Default::default(),
+            Source::Folder(root) => super::pins::load(&root.join(name)).unwrap_or_else(|mut e| {
+                errors.append(&mut e);
+                Default::default()
+            }),
+        };
         if !errors.is_empty() {
             return Err(errors);
         }
-        let dialect = Dialect { name: name.to_owned(), profile, statements };
+        let dialect = Dialect { name: name.to_owned(), profile, pins, statements };
         let forgotten = super::emptying::not_emptied(&dialect);
         if forgotten.is_empty() {
             return Ok(dialect);

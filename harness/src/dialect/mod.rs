@@ -8,6 +8,7 @@ mod error;
 mod load;
 #[cfg(test)]
 mod padding;
+pub mod pins;
 pub mod profile;
 mod split;
 pub mod text;
