@@ -56,9 +56,6 @@ pub async fn run_under<E: Engine>(
     mut checkpoints: Option<&mut Checkpoints>,
 ) -> Result<Outcome, EngineError> {
     let mut driver = Driver::new(scenario, policy, engine, trace);
-    if !policy.is_reference() {
-        driver.note(format!("policy: {policy}"));
-    }
     driver.engine.mark(Phase::Setup);
     driver.setup().await?;
     let mut steps = Vec::with_capacity(scenario.steps.len());

@@ -329,6 +329,53 @@ mod tests {
         }
     }
 
+    /// Each non-reference value of a knob that decides outcomes changes the
+    /// model's outcome of at least one corpus scenario: the corpus pins
+    /// every knob's consequences. (`fence = row_version` is judged like the
+    /// claim token, and the `state` knobs change what is compared, not the
+    /// outcome, so they are not in this list.)
+    #[tokio::test]
+    async fn every_knob_value_changes_some_corpus_outcome() {
+        let corpus = crate::corpus::load().expect("the builtin corpus loads");
+        let reference = Policy::default();
+        for policy in policies().into_iter().filter(|p| p.fence != crate::policy::Fence::RowVersion) {
+            let mut changed = None;
+            for loaded in &corpus {
+                let s = &loaded.scenario;
+                if policy.unjudgeable(s).is_some() {
+                    continue;
+                }
+                let mut a = Model::under(s.schema, &reference);
+                let mut b = Model::under(s.schema, &policy);
+                let ra = driver::run_under(s, &reference, &mut a, None, None).await.unwrap();
+                let rb = driver::run_under(s, &policy, &mut b, None, None).await.unwrap();
+                if ra != rb {
+                    changed = Some(loaded.name.clone());
+                    break;
+                }
+            }
+            assert!(changed.is_some(), "no corpus scenario shows {policy:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, ..Default::default() })]
+        /// Fuzz drawing policies: a generated scenario under any of the
+        /// policies breaks no invariant on the model.
+        #[test]
+        fn generated_cases_under_drawn_policies_break_no_invariant(
+            case in crate::fuzz::strategy::case(),
+            which in 0usize..14,
+        ) {
+            let policy = policies()[which % policies().len()].clone();
+            let s = case.to_scenario("generated");
+            let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+            let states = runtime.block_on(checkpoints(&s, &policy));
+            let found = check(&s, &policy, &states);
+            proptest::prop_assert!(found.is_empty(), "{}", found.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("; "));
+        }
+    }
+
     fn scenario(yaml: &str) -> Scenario {
         crate::scenario::parse_text(yaml).unwrap()
     }

@@ -71,9 +71,12 @@ pub fn explain(args: ExplainArgs) -> ExitCode {
     let mut notes = Vec::new();
     let mut model_states = Checkpoints::new();
     let resolution = dialect.as_ref().map(|d| d.profile.time_resolution).unwrap_or_default();
-    let mut model = Resolved::new(Model::new(s.schema), resolution);
+    // The target's policy decides, as its queue's code would (docs/policy.md).
+    let policy = dialect.as_ref().map(|d| d.profile.policy.clone()).unwrap_or_default();
+    println!("policy in effect: {policy}");
+    let mut model = Resolved::new(Model::under(s.schema, &policy), resolution);
     let outcome = runtime
-        .block_on(driver::run_with(s, &mut model, Some(&mut notes), Some(&mut model_states)))
+        .block_on(driver::run_under(s, &policy, &mut model, Some(&mut notes), Some(&mut model_states)))
         .expect("the model never fails");
     let (Some(target), Some(dialect)) = (target, dialect) else {
         notes.iter().for_each(|line| println!("{line}"));

@@ -5,7 +5,7 @@
 mod case;
 mod check;
 mod save;
-mod strategy;
+pub(crate) mod strategy;
 
 #[cfg(test)]
 mod extremes;
