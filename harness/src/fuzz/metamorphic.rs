@@ -8,6 +8,8 @@
 //!   window: `docs/reaper-spec.md`, "Derived values").
 //! - A job whose worker stopped is reaped by the first poll strictly after
 //!   its window has passed, so within its window plus one poll interval.
+//! - Naming any `app_time_zone` (or none) changes no corpus scenario's
+//!   outcome: the zone is the adapter's, never the model's.
 
 use std::collections::BTreeMap;
 
@@ -189,4 +191,43 @@ fn generated_cases_reach_every_kind_of_result() {
     }
     eprintln!("reclaimed {reclaimed}, idle {idle}, deferred {deferred}, fenced {fenced}");
     assert!(reclaimed >= 100 && idle >= 100 && deferred >= 5 && fenced >= 50, "{reclaimed} {idle} {deferred} {fenced}");
+}
+
+/// The zones the app-time-zone property sets: `None` (the field removed,
+/// which the `app-zone/` scenarios set), UTC, both of New York's
+/// daylight-saving changes, Lord Howe's 30-minute ones, Kathmandu's +05:45
+/// and Kiritimati's +14:00.
+const APP_ZONES: [Option<&str>; 6] = [
+    None,
+    Some("UTC"),
+    Some("America/New_York"),
+    Some("Australia/Lord_Howe"),
+    Some("Asia/Kathmandu"),
+    Some("Pacific/Kiritimati"),
+];
+
+/// `app_time_zone` is the adapter's `TZ` and nothing else: the model's
+/// outcome of every corpus scenario is the same whatever zone it names, so
+/// a driver or model that ever read it (to shift a clock, a cutoff, or a
+/// written instant) fails here, first on the `app-zone/` scenarios whose
+/// instants sit on either side of a daylight-saving change.
+#[test]
+fn the_app_time_zone_never_changes_a_corpus_outcome() {
+    let corpus = crate::corpus::load().expect("the builtin corpus loads");
+    let with_zone = corpus.iter().filter(|s| s.scenario.app_time_zone.is_some()).count();
+    assert!(with_zone >= 3, "only {with_zone} corpus scenarios set app_time_zone");
+    let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a runtime starts");
+    for loaded in &corpus {
+        let mut scenario = loaded.scenario.clone();
+        let reference = runtime
+            .block_on(driver::run(&scenario, &mut Model::new(scenario.schema), None))
+            .expect("the model never fails");
+        for zone in APP_ZONES {
+            scenario.app_time_zone = zone.map(|z| Located::new(z.to_owned()));
+            let outcome = runtime
+                .block_on(driver::run(&scenario, &mut Model::new(scenario.schema), None))
+                .expect("the model never fails");
+            assert_eq!(outcome, reference, "{} with app_time_zone {zone:?}", loaded.name);
+        }
+    }
 }
