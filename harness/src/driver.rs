@@ -426,12 +426,19 @@ impl<'a, E: Engine> Driver<'a, E> {
                 Reply::Attempt(None) => return Ok((WorkerResult::Fenced, false)),
                 other => return Err(unexpected("the attempt's counters", other)),
             };
-        let is_final = !rules::has_retry_left(self.policy, attempts, max_retries);
+        // The policy's `retry` decides for a raised job as for a dead one;
+        // `give_up` is the reaper's alone (docs/policy.md).
+        let is_final =
+            !rules::has_retry_left(self.policy, attempts, max_retries) || self.policy.retry == crate::policy::Retry::Never;
         let call = if is_final {
             Call::FailFinal { id: id.clone(), token: token.clone(), attempts, now }
         } else {
             let class = self.class(self.job(&id).class.as_str());
-            let run_at = shift(now, Duration::from_secs(class.backoff(attempts)), "the retry's run_at")?;
+            let delay = match self.policy.retry {
+                crate::policy::Retry::Backoff => class.backoff(attempts),
+                crate::policy::Retry::Immediate | crate::policy::Retry::Never => 0,
+            };
+            let run_at = shift(now, Duration::from_secs(delay), "the retry's run_at")?;
             Call::FailRetry { id: id.clone(), token: token.clone(), attempts, now, run_at }
         };
         if self.changed(call).await? == 0 {

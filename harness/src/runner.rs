@@ -173,7 +173,13 @@ pub async fn check_target(
     dialect: &Dialect,
     model: &ModelRun,
 ) -> TargetRun {
-    if let Some(reason) = absent_feature(scenario, dialect, &model.outcome) {
+    // The features a scenario needs follow from the outcome under the
+    // dialect's policy (a policy may fire a hook the reference does not).
+    let policy_outcome = match dialect.profile.policy.is_reference() {
+        true => None,
+        false => Some(model_outcome(&scenario.scenario, &dialect.profile).await),
+    };
+    if let Some(reason) = absent_feature(scenario, dialect, policy_outcome.as_ref().unwrap_or(&model.outcome)) {
         return TargetRun { verdict: Verdict::Skipped(reason), yaml: None, log: Vec::new() };
     }
     // The state after every step, for the invariants every queue keeps.
