@@ -48,9 +48,17 @@ let scenario = null
 
 class Unsupported extends Error {}
 
-/** A pg-boss queue name for a scenario job: one queue a job, so fetch() takes exactly it. */
+/**
+ * Scenarios with at most this many jobs give each job its own pg-boss queue,
+ * so fetch() takes exactly the job a claim names. Each queue is a partition
+ * table, so larger scenarios share one pg-boss queue per scenario queue.
+ */
+const QUEUE_PER_JOB_UP_TO = 64
+
+/** The pg-boss queue of a scenario job. */
 function queueName (job) {
-  return `${job.queue}.${job.id}`.replace(/[^\w.-]/g, '_')
+  const name = scenario.queuePerJob ? `${job.queue}.${job.id}` : job.queue
+  return name.replace(/[^\w.-]/g, '_')
 }
 
 /** A stable uuid for a scenario job id (pg-boss's ids are uuids). */
@@ -83,7 +91,8 @@ async function setup (req) {
   const client = new pg.Client({ connectionString: req.database.url })
   await client.connect()
   const ns = req.namespace
-  scenario = { client, ns, boss: null, tokens: new Map(), ids: new Map() }
+  const queuePerJob = req.jobs.length <= QUEUE_PER_JOB_UP_TO
+  scenario = { client, ns, queuePerJob, boss: null, tokens: new Map(), ids: new Map() }
   clock.set(req.now)
   // The clock route of the protocol: now() in the namespace, searched before
   // pg_catalog, created before pg-boss's migrations so its defaults use it.
@@ -104,10 +113,8 @@ async function setup (req) {
   boss.on('error', err => console.error('pg-boss error:', err))
   await boss.start()
   scenario.boss = boss
-  for (const job of req.jobs) {
-    scenario.ids.set(job.id, job)
-    await boss.createQueue(queueName(job))
-  }
+  for (const job of req.jobs) scenario.ids.set(job.id, job)
+  for (const name of new Set(req.jobs.map(queueName))) await boss.createQueue(name)
   await boss.insert(req.jobs.map(job => {
     const cls = req.classes[job.class]
     return {
@@ -123,13 +130,19 @@ async function setup (req) {
   }))
   // A row that was fetched before the scenario starts: pg-boss's own columns
   // for its past, written directly (fetch() can only claim at the clock).
+  const STATE = { pending: 'retry', processing: 'active', completed: 'completed', failed: 'failed', interrupted: 'failed' }
+  const past = req.jobs.filter(job => job.attempts > 0 || job.status !== 'pending').map(job => ({
+    id: jobUuid(job.id),
+    state: STATE[job.status],
+    retry_count: Math.max(job.attempts - 1, 0),
+    started_on: job.updated_at,
+    finished: ['completed', 'failed', 'interrupted'].includes(job.status)
+  }))
+  await sql(`UPDATE ${ns}.job j SET state = p.state::${ns}.job_state, retry_count = p.retry_count, started_on = p.started_on,
+      completed_on = CASE WHEN p.finished THEN p.started_on END
+    FROM jsonb_to_recordset($1::jsonb) AS p(id uuid, state text, retry_count int, started_on timestamptz, finished bool)
+    WHERE j.id = p.id`, [JSON.stringify(past)])
   for (const job of req.jobs) {
-    if (job.attempts === 0 && job.status === 'pending') continue
-    const state = { pending: 'retry', processing: 'active', completed: 'completed', failed: 'failed', interrupted: 'failed' }[job.status]
-    const finished = ['completed', 'failed', 'interrupted'].includes(job.status)
-    await sql(`UPDATE ${ns}.job SET state = $2::${ns}.job_state, retry_count = $3, started_on = $4::timestamptz,
-      completed_on = CASE WHEN $5 THEN $4::timestamptz END WHERE id = $1`,
-    [jobUuid(job.id), state, Math.max(job.attempts - 1, 0), job.updated_at, finished])
     if (job.status === 'processing' && job.claim_token) {
       scenario.tokens.set(job.id, { token: job.claim_token, retryCount: Math.max(job.attempts - 1, 0), startedOn: job.updated_at })
     }
@@ -161,6 +174,14 @@ async function holds (id, token) {
 
 async function claim (req) {
   const job = scenario.ids.get(req.job)
+  if (!scenario.queuePerJob) {
+    // fetch() takes its queue's first due job (priority, created_on, id):
+    // the same order, to know whether that is the job the claim names.
+    const { rows } = await sql(`SELECT data->>'reapcheck_id' AS id FROM ${scenario.ns}.job WHERE name = $1
+      AND state < 'active' AND start_after < now() ORDER BY priority DESC, created_on, id`, [queueName(job)])
+    if (!rows.some(r => r.id === req.job)) return { result: 'not_claimable' }
+    if (rows[0].id !== req.job) throw new Unsupported(`fetch() would take job ${rows[0].id} before ${req.job}`)
+  }
   const [fetched] = await scenario.boss.fetch(queueName(job))
   if (!fetched) return { result: 'not_claimable' }
   const r = await row(req.job)
