@@ -85,8 +85,13 @@ async function setup (req) {
   if (req.leases.length) throw new Unsupported('pg-boss has no leases')
   const beat = req.jobs.find(j => j.heartbeat_at !== null)
   if (beat) throw new Unsupported(`pg-boss 10 has no heartbeat: job ${beat.id} cannot hold one`)
-  if (req.jobs.some(j => j.claim_timeout !== null && j.claim_timeout <= 0)) {
-    throw new Unsupported('pg-boss needs an expireInSeconds of at least 1')
+  for (const j of req.jobs) {
+    if (j.status === 'interrupted') throw new Unsupported(`pg-boss has no interrupted state (job ${j.id})`)
+    if (j.status === 'processing' && j.claim_timeout === null) {
+      throw new Unsupported(`pg-boss's expire_in is NOT NULL: active job ${j.id} cannot be without a timeout`)
+    }
+    const timeout = j.status === 'processing' ? j.claim_timeout : req.classes[j.class].timeout
+    if (timeout <= 0) throw new Unsupported(`pg-boss's expireInSeconds is at least 1 (job ${j.id} has ${timeout})`)
   }
   const client = new pg.Client({ connectionString: req.database.url })
   await client.connect()
@@ -125,22 +130,22 @@ async function setup (req) {
       retryLimit: job.max_retries,
       retryDelay: 0,
       retryBackoff: false,
-      expireInSeconds: job.status === 'processing' ? (job.claim_timeout ?? undefined) : cls.timeout
+      expireInSeconds: job.status === 'processing' ? job.claim_timeout : cls.timeout
     }
   }))
   // A row that was fetched before the scenario starts: pg-boss's own columns
   // for its past, written directly (fetch() can only claim at the clock).
-  const STATE = { pending: 'retry', processing: 'active', completed: 'completed', failed: 'failed', interrupted: 'failed' }
+  // (completed_on stays NULL: the contract's rows carry no finish time at setup.)
+  const STATE = { pending: 'retry', processing: 'active', completed: 'completed', failed: 'failed' }
   const past = req.jobs.filter(job => job.attempts > 0 || job.status !== 'pending').map(job => ({
     id: jobUuid(job.id),
     state: STATE[job.status],
     retry_count: Math.max(job.attempts - 1, 0),
-    started_on: job.updated_at,
-    finished: ['completed', 'failed', 'interrupted'].includes(job.status)
+    // attempts = retry_count, plus 1 once started_on is set (the first fetch)
+    started_on: job.attempts === 0 && job.status !== 'processing' ? null : job.updated_at
   }))
-  await sql(`UPDATE ${ns}.job j SET state = p.state::${ns}.job_state, retry_count = p.retry_count, started_on = p.started_on,
-      completed_on = CASE WHEN p.finished THEN p.started_on END
-    FROM jsonb_to_recordset($1::jsonb) AS p(id uuid, state text, retry_count int, started_on timestamptz, finished bool)
+  await sql(`UPDATE ${ns}.job j SET state = p.state::${ns}.job_state, retry_count = p.retry_count, started_on = p.started_on
+    FROM jsonb_to_recordset($1::jsonb) AS p(id uuid, state text, retry_count int, started_on timestamptz)
     WHERE j.id = p.id`, [JSON.stringify(past)])
   for (const job of req.jobs) {
     if (job.status === 'processing' && job.claim_token) {
