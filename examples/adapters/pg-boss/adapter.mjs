@@ -293,6 +293,9 @@ async function handle (line) {
   try {
     const op_ = OPS[op]
     if (!op_) throw new Unsupported(`unknown op ${op}`)
+    if (!scenario && !['handshake', 'setup', 'teardown', 'heartbeat', 'scan', 'apply'].includes(op)) {
+      throw new Error(`no scenario is set up: send a setup that succeeds before ${op}`)
+    }
     reply({ seq, reply: 'ok', result: await op_(req) })
   } catch (e) {
     const kind = e instanceof Unsupported ? 'unsupported' : 'exception'
