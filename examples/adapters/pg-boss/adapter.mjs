@@ -93,6 +93,11 @@ async function setup (req) {
     const timeout = j.status === 'processing' ? j.claim_timeout : req.classes[j.class].timeout
     if (timeout <= 0) throw new Unsupported(`pg-boss's expireInSeconds is at least 1 (job ${j.id} has ${timeout})`)
   }
+  // The namespace is written into SQL as it is (pg-boss does the same with its
+  // schema), so it must be a plain lowercase name, as reapcheck's are.
+  if (!/^[a-z_][a-z0-9_]{0,49}$/.test(req.namespace)) {
+    throw new Error(`namespace ${JSON.stringify(req.namespace)} is not a plain schema name of at most 50 characters`)
+  }
   const client = new pg.Client({ connectionString: req.database.url })
   await client.connect()
   const ns = req.namespace
