@@ -14,6 +14,11 @@
 //!   (hooks in table order); `claim_token_on_finished_rows = kept` and
 //!   `hook_order = unordered`, each needed.
 //!
+//! - `dbsched`: a db-scheduler-like queue on one table of its own columns,
+//!   under a declared policy (`[policy]`, `[state]`); passes the corpus,
+//!   each knob set back fails exactly the scenarios it decides, and a
+//!   revive fenced by the version alone fails the scan/apply race.
+//!
 //! SQLite always runs; PostgreSQL and MariaDB when `REAPCHECK_POSTGRES_URL`
 //! and `REAPCHECK_MARIADB_URL` are set.
 
