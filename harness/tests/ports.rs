@@ -611,6 +611,9 @@ fn the_dbsched_port_without_grace_off_never_is_refused() {
     let err = check_errors(&dir);
     let at = format!("error: sqlite/dialect.toml:{line}:10: `claim_window = none` with `grace_off = allowed`");
     assert!(err.contains(&at) && err.contains("could never be reclaimed"), "{err}");
+    // Nothing else: a refused profile declares no features, so no
+    // statement is reported missing for the reference's.
+    assert_eq!(err.lines().filter(|l| l.starts_with("error:")).count(), 3, "one per dialect: {err}");
 }
 
 /// The revive's guard without its `last_heartbeat <= :cutoff` recheck: the
