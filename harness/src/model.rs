@@ -34,6 +34,14 @@ impl Model {
         Model { schema, policy: policy.clone(), jobs: BTreeMap::new(), leases: BTreeMap::new() }
     }
 
+    /// Whether a claim writes `heartbeat_at` (`claim_window = none`, on a
+    /// table that has the column): then a setup row in `processing` without
+    /// a beat is stored as having beat at its claim (`updated_at`), as the
+    /// claim that made it would have written.
+    fn claim_beats(&self) -> bool {
+        self.policy.claim_window == ClaimWindow::None && self.schema == Schema::Standard
+    }
+
     /// `COALESCE(heartbeat_at, updated_at)`; `updated_at` alone on the legacy table.
     fn last_seen(&self, row: &JobRow) -> Instant {
         match self.schema {
@@ -58,17 +66,18 @@ impl Model {
         let row = self.jobs.get(&guard.id)?;
         let stale = self.policy.staleness.is_stale(self.last_seen(row), guard.cutoff);
         let same_attempt = self.policy.fence == Fence::None || row.attempts == guard.attempts;
-        if row.status == Status::Processing && same_attempt && stale {
-            self.jobs.get_mut(&guard.id)
-        } else {
-            None
-        }
+        if row.status == Status::Processing && same_attempt && stale { self.jobs.get_mut(&guard.id) } else { None }
     }
 
     fn answer(&mut self, call: Call) -> Reply {
         match call {
             Call::SetTimeZone { .. } | Call::CreateSchema => Reply::Done,
-            Call::InsertJob(row) => {
+            Call::InsertJob(mut row) => {
+                // With no claim window the claim writes the heartbeat, so a
+                // processing row that never beat has beat at its claim.
+                if self.claim_beats() && row.status == Status::Processing {
+                    row.heartbeat_at = row.heartbeat_at.or(Some(row.updated_at));
+                }
                 self.jobs.insert(row.id.clone(), row);
                 Reply::Done
             }
@@ -78,8 +87,7 @@ impl Model {
             }
             Call::Claim { id, token, claim_timeout, now, retake } => {
                 // With no claim window, the claim starts the heartbeat clock.
-                let beat = (self.policy.claim_window == ClaimWindow::None && self.schema == Schema::Standard)
-                    .then_some(now);
+                let beat = self.claim_beats().then_some(now);
                 // Under `recovery = next_claim`, a stale attempt is re-taken.
                 let stale = |m: &Model, r: &JobRow| {
                     retake.is_some_and(|t| {
@@ -311,6 +319,25 @@ mod tests {
         assert_eq!(m.answer(claim(11)), Reply::Changed(0));
         let r = &m.jobs["a"];
         assert_eq!((r.status, r.attempts, r.heartbeat_at, r.updated_at), (Status::Processing, 2, None, at(10)));
+    }
+
+    #[test]
+    fn without_a_claim_window_a_processing_row_has_beat_at_its_claim() {
+        let policy = Policy { claim_window: ClaimWindow::None, ..Policy::default() };
+        let mut m = Model::under(Schema::Standard, &policy);
+        m.answer(Call::InsertJob(processing("never", -100, None)));
+        m.answer(Call::InsertJob(processing("beat", -100, Some(-10))));
+        let mut pending = processing("pending", -100, None);
+        pending.status = Status::Pending;
+        m.answer(Call::InsertJob(pending));
+        assert_eq!(m.jobs["never"].heartbeat_at, Some(at(-100)), "the claim wrote the beat");
+        assert_eq!(m.jobs["beat"].heartbeat_at, Some(at(-10)));
+        assert_eq!(m.jobs["pending"].heartbeat_at, None, "only a claimed row has beat");
+        let reference = model(Schema::Standard, vec![processing("never", -100, None)]);
+        assert_eq!(reference.jobs["never"].heartbeat_at, None);
+        let mut legacy = Model::under(Schema::Legacy, &policy);
+        legacy.answer(Call::InsertJob(processing("never", -100, None)));
+        assert_eq!(legacy.jobs["never"].heartbeat_at, None, "the legacy table has no heartbeat column");
     }
 
     #[test]

@@ -313,19 +313,27 @@ impl Policy {
     /// No claim window with a grace that can be off means a job that never
     /// beat, or whose grace is 0, could never be reclaimed.
     pub fn contradiction(&self) -> Option<String> {
+        self.contradicting().map(|(_, message)| message)
+    }
+
+    /// [`Policy::contradiction`] with the knob an error points at: the one
+    /// that needs the other (`claim_window`, `retry`).
+    fn contradicting(&self) -> Option<(&'static str, String)> {
         if self.claim_window == ClaimWindow::None && self.grace_off == GraceOff::Allowed {
-            return Some(
+            return Some((
+                "claim_window",
                 "`claim_window = none` with `grace_off = allowed`: a job whose grace is off could never be \
                  reclaimed; declare `grace_off = never`, or a claim window"
                     .to_owned(),
-            );
+            ));
         }
         if self.retry == Retry::Never && self.give_up == GiveUp::Never {
-            return Some(
+            return Some((
+                "retry",
                 "`retry = never` with `give_up = never`: a dead job would be neither retried nor failed; \
                  choose one"
                     .to_owned(),
-            );
+            ));
         }
         None
     }
@@ -464,7 +472,7 @@ impl Policy {
     ) -> Result<Policy, PolicyError> {
         let mut p = Policy::default();
         let mut declared = Vec::new();
-        let mut last_offset = None;
+        let mut offsets: Vec<(&'static str, Option<usize>)> = Vec::new();
         let mut note = |knob: &'static str, value: String, reason: &R| -> Result<(), PolicyError> {
             if reason.text().trim().is_empty() {
                 return Err(PolicyError {
@@ -472,7 +480,7 @@ impl Policy {
                     offset: reason.offset(),
                 });
             }
-            last_offset = reason.offset();
+            offsets.push((knob, reason.offset()));
             declared.push((knob, value, reason.text().trim().to_owned()));
             Ok(())
         };
@@ -531,15 +539,20 @@ impl Policy {
             }
         }
         p.declared = declared;
-        if let Some(message) = p.contradiction() {
-            return Err(PolicyError { message, offset: last_offset });
+        if let Some((knob, message)) = p.contradicting() {
+            // At the reason of the knob that needs the other, which is declared.
+            let offset = offsets.iter().find(|(k, _)| *k == knob).and_then(|(_, o)| *o);
+            return Err(PolicyError { message, offset });
         }
         Ok(p)
     }
 
     /// The policy of an adapter's handshake (`policy` and `state` objects,
     /// JSON): the same knobs as `dialect.toml`.
-    pub fn from_json(policy: Option<&serde_json::Value>, state: Option<&serde_json::Value>) -> Result<Policy, PolicyError> {
+    pub fn from_json(
+        policy: Option<&serde_json::Value>,
+        state: Option<&serde_json::Value>,
+    ) -> Result<Policy, PolicyError> {
         let read = |v: Option<&serde_json::Value>, what: &str| -> Result<Option<serde_json::Value>, PolicyError> {
             match v {
                 None | Some(serde_json::Value::Null) => Ok(None),
@@ -548,7 +561,8 @@ impl Policy {
             }
         };
         let bad = |e: serde_json::Error| PolicyError { message: e.to_string(), offset: None };
-        let policy = read(policy, "policy")?.map(serde_json::from_value::<PolicyFile<String>>).transpose().map_err(bad)?;
+        let policy =
+            read(policy, "policy")?.map(serde_json::from_value::<PolicyFile<String>>).transpose().map_err(bad)?;
         let state = read(state, "state")?.map(serde_json::from_value::<StateFile<String>>).transpose().map_err(bad)?;
         Policy::from_files(policy, state)
     }
@@ -617,12 +631,21 @@ mod tests {
 
     #[test]
     fn an_unknown_knob_or_value_or_a_blank_reason_is_refused() {
-        assert!(parse("[policy.stalenes]\nvalue = \"<\"\nreason = \"x\"\n").unwrap_err().message.contains("unknown field"));
-        assert!(parse("[policy.staleness]\nvalue = \"=<\"\nreason = \"x\"\n").unwrap_err().message.contains("unknown variant"));
+        assert!(
+            parse("[policy.stalenes]\nvalue = \"<\"\nreason = \"x\"\n").unwrap_err().message.contains("unknown field")
+        );
+        assert!(
+            parse("[policy.staleness]\nvalue = \"=<\"\nreason = \"x\"\n")
+                .unwrap_err()
+                .message
+                .contains("unknown variant")
+        );
         let e = parse("[policy.retry]\nvalue = \"immediate\"\nreason = \" \"\n").unwrap_err();
         assert!(e.message.contains("blank reason"), "{e}");
         assert_eq!(e.offset, Some(44), "the reason's string starts after `reason = `");
-        assert!(parse("[policy.retry]\nvalue = \"immediate\"\n").unwrap_err().message.contains("missing field `reason`"));
+        assert!(
+            parse("[policy.retry]\nvalue = \"immediate\"\n").unwrap_err().message.contains("missing field `reason`")
+        );
     }
 
     #[test]
@@ -668,6 +691,14 @@ mod tests {
         let o = outcome(&policy, yaml).await;
         assert_eq!(o.steps[2], Some(crate::outcome::StepResult::Reap(1)), "dead after the grace alone");
         assert_eq!(outcome(&Policy::default(), yaml).await.steps[2], Some(crate::outcome::StepResult::Reap(0)));
+    }
+
+    #[test]
+    fn a_contradiction_points_at_the_knob_that_needs_the_other() {
+        let text = "[policy.claim_window]\nvalue = \"none\"\nreason = \"pick beats\"\n\
+                    [state.finished_rows]\nvalue = \"deleted\"\nreason = \"gone\"\n";
+        let e = parse(text).unwrap_err();
+        assert_eq!(e.offset, text.find("\"pick beats\""), "{e:?}");
     }
 
     #[test]

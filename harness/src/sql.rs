@@ -10,6 +10,7 @@ use crate::dialect::{Dialect, Statement};
 use crate::engine::{Call, Candidate, Engine, EngineError, EngineErrorKind, JobState, LeaseRow, Phase, Reply, Value};
 use crate::feature::Feature;
 use crate::outcome::{LastError, Status};
+use crate::policy::Policy;
 use crate::scenario::Schema;
 use crate::statement_log::{Executed, Returned};
 use crate::time::Instant;
@@ -181,7 +182,8 @@ impl<'a> SqlEngine<'a> {
                 let prepared = text::prepare(&statement.sql, style);
                 let values = values_for(&prepared, &params);
                 let rows = self.conn.query(&prepared.sql, &values, columns).await.map_err(|e| failed(name, e))?;
-                check_nulls(columns, &rows).map_err(|e| decode(name, e))?;
+                check_nulls(columns, &rows, absent_columns(call, &self.dialect.profile.policy))
+                    .map_err(|e| decode(name, e))?;
                 let count = rows.len();
                 let reply = rows_to_reply(call, rows).map_err(|e| decode(name, e))?;
                 Ok((Returned::Rows(count), reply))
@@ -459,11 +461,22 @@ fn bindings(call: &Call) -> (&'static str, Vec<(&'static str, Value)>) {
 /// Fails on a NULL in a column the contract declares NOT NULL, or on a row
 /// with fewer columns than it declares. Columns are read by position; a
 /// row's extra columns after the contract's are ignored.
-fn check_nulls(columns: &[Column], rows: &[Vec<Value>]) -> Result<(), String> {
+/// The columns of `call`'s rows that may be NULL although the contract
+/// requires a value: under a policy that declares a job field absent
+/// (docs/adapter-protocol.md, `read`), `read_jobs` may return NULL for it,
+/// since the queue has no column to read it from.
+fn absent_columns(call: &Call, policy: &Policy) -> Vec<&'static str> {
+    match call {
+        Call::ReadJobs => policy.absent.iter().map(|f| f.as_str()).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn check_nulls(columns: &[Column], rows: &[Vec<Value>], absent: Vec<&'static str>) -> Result<(), String> {
     for row in rows {
         BackendError::check_width(row.len(), columns.len()).map_err(|e| e.to_string())?;
         for (c, v) in columns.iter().zip(row) {
-            if !c.nullable && matches!(v, Value::Null(_)) {
+            if !c.nullable && !absent.contains(&c.name) && matches!(v, Value::Null(_)) {
                 return Err(format!("column `{}` is NULL but may not be", c.name));
             }
         }
@@ -503,11 +516,14 @@ fn rows_to_reply(call: &Call, rows: Vec<Vec<Value>>) -> Result<Reply, String> {
                     Ok(JobState {
                         id: string(&r[0])?,
                         status: Status::from_column(&string(&r[1])?).ok_or("unknown status")?,
-                        attempts: int(&r[2])?,
+                        // NULL only where the policy declares the field
+                        // absent (`check_nulls`): a placeholder no
+                        // comparison reads (`relax::hide_state`).
+                        attempts: opt(&r[2], int)?.unwrap_or(0),
                         claim_token: opt(&r[3], string)?,
                         heartbeat_at: opt(&r[4], instant)?,
-                        run_at: instant(&r[5])?,
-                        updated_at: instant(&r[6])?,
+                        run_at: opt(&r[5], instant)?.unwrap_or(ABSENT_INSTANT),
+                        updated_at: opt(&r[6], instant)?.unwrap_or(ABSENT_INSTANT),
                         failed_at: opt(&r[7], instant)?,
                         completed_at: opt(&r[8], instant)?,
                         last_error: opt(&r[9], string)?
@@ -525,6 +541,9 @@ fn rows_to_reply(call: &Call, rows: Vec<Vec<Value>>) -> Result<Reply, String> {
         other => return Err(format!("{other:?} returns no rows")),
     })
 }
+
+/// What an absent instant reads as: the epoch, never compared.
+const ABSENT_INSTANT: Instant = Instant::from_unix_micros(0);
 
 fn int(v: &Value) -> Result<i64, String> {
     match v {
@@ -551,5 +570,57 @@ fn opt<T>(v: &Value, read: fn(&Value) -> Result<T, String>) -> Result<Option<T>,
     match v {
         Value::Null(_) => Ok(None),
         other => read(other).map(Some),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Kind;
+    use crate::policy::Field;
+
+    fn job_columns() -> &'static [Column] {
+        match contract::CONTRACT.iter().find(|s| s.name == "read_jobs").map(|s| s.shape) {
+            Some(Shape::Query(columns)) => columns,
+            other => panic!("read_jobs is a query: {other:?}"),
+        }
+    }
+
+    /// A `read_jobs` row of a queue without `updated_at` and attempts.
+    fn row() -> Vec<Value> {
+        vec![
+            Value::Text("a".into()),
+            Value::Text("pending".into()),
+            Value::Null(Kind::Int),
+            Value::Null(Kind::Text),
+            Value::Null(Kind::Instant),
+            Value::Instant(Instant::from_unix_micros(5)),
+            Value::Null(Kind::Instant),
+            Value::Null(Kind::Instant),
+            Value::Null(Kind::Instant),
+            Value::Null(Kind::Text),
+        ]
+    }
+
+    #[test]
+    fn a_job_field_the_policy_declares_absent_may_be_null() {
+        let rows = vec![row()];
+        let reference = Policy::default();
+        let e = check_nulls(job_columns(), &rows, absent_columns(&Call::ReadJobs, &reference)).unwrap_err();
+        assert!(e.contains("`attempts` is NULL"), "{e}");
+        let only_attempts = Policy { absent: [Field::Attempts].into_iter().collect(), ..Policy::default() };
+        let e = check_nulls(job_columns(), &rows, absent_columns(&Call::ReadJobs, &only_attempts)).unwrap_err();
+        assert!(e.contains("`updated_at` is NULL"), "{e}");
+        let both = Policy { absent: [Field::Attempts, Field::UpdatedAt].into_iter().collect(), ..Policy::default() };
+        check_nulls(job_columns(), &rows, absent_columns(&Call::ReadJobs, &both)).unwrap();
+        let scan = Call::ReapScan { now: Instant::from_unix_micros(0), queues: None };
+        assert!(absent_columns(&scan, &both).is_empty(), "only read_jobs reads the outcome's fields");
+        match rows_to_reply(&Call::ReadJobs, rows).unwrap() {
+            Reply::Jobs(jobs) => {
+                assert_eq!((jobs[0].attempts, jobs[0].updated_at), (0, ABSENT_INSTANT));
+                assert_eq!(jobs[0].run_at, Instant::from_unix_micros(5));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

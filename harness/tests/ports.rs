@@ -14,6 +14,11 @@
 //!   (hooks in table order); `claim_token_on_finished_rows = kept` and
 //!   `hook_order = unordered`, each needed.
 //!
+//! - `dbsched`: a db-scheduler-like queue on one table of its own columns,
+//!   under a declared policy (`[policy]`, `[state]`); passes the corpus,
+//!   each knob set back fails exactly the scenarios it decides, and a
+//!   revive fenced by the version alone fails the scan/apply race.
+//!
 //! SQLite always runs; PostgreSQL and MariaDB when `REAPCHECK_POSTGRES_URL`
 //! and `REAPCHECK_MARIADB_URL` are set.
 
@@ -344,4 +349,311 @@ fn a_statement_the_lint_rejects_is_reported_once() {
     let err = check_errors(&dir);
     assert!(err.contains("statement `heartbeat` uses `:job`"), "{err}");
     assert!(!err.contains("missing statement `heartbeat`"), "{err}");
+}
+
+/// The dbsched port (a db-scheduler-like queue on one table,
+/// `scheduled_tasks`) copied to a scratch folder, every file of every
+/// dialect passed through `edit(dialect, file, text)`.
+fn dbsched_copy(name: &str, edit: impl Fn(&str, &str, String) -> String) -> PathBuf {
+    let scratch = std::env::temp_dir().join(format!("reapcheck-dbsched-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    for dialect in ["sqlite", "postgres", "mysql"] {
+        let dir = scratch.join(dialect);
+        std::fs::create_dir_all(&dir).unwrap();
+        for entry in std::fs::read_dir(Path::new(&port("dbsched")).join(dialect)).unwrap() {
+            let path = entry.unwrap().path();
+            let file = path.file_name().unwrap().to_string_lossy().into_owned();
+            std::fs::write(dir.join(&file), edit(dialect, &file, std::fs::read_to_string(&path).unwrap())).unwrap();
+        }
+    }
+    scratch
+}
+
+/// A MariaDB failure that says only that the server has no time zone
+/// tables (a server without them fails every named-zone scenario, the
+/// reference dialects too; ci/mysql-timezones.sh loads them).
+const NO_ZONE_TABLES: &str = "the server has no time zone tables";
+
+/// The scenarios that fail on `target`, without those failing only for
+/// want of the server's time zone tables ([`NO_ZONE_TABLES`]); and those.
+fn port_failures(out: &str, target: Target) -> (BTreeSet<String>, BTreeSet<String>) {
+    let lines: Vec<&str> = out.lines().collect();
+    let (mut failed, mut no_zones) = (BTreeSet::new(), BTreeSet::new());
+    let on = format!("  on {} [", target.name());
+    for (i, line) in lines.iter().enumerate() {
+        let Some(rest) = line.strip_prefix("FAIL ").filter(|_| line.contains(&on)) else { continue };
+        let name = rest.trim_start().split("  on ").next().unwrap_or_default().to_owned();
+        if lines.get(i + 1).is_some_and(|next| next.contains(NO_ZONE_TABLES)) {
+            no_zones.insert(name);
+        } else {
+            failed.insert(name);
+        }
+    }
+    (failed, no_zones)
+}
+
+/// `[policy.<knob>]` and its two lines taken out of a dialect.toml.
+fn without_knob(toml: &str, knob: &str) -> String {
+    let header = format!("[policy.{knob}]\n");
+    let start = toml.find(&header).unwrap_or_else(|| panic!("the port declares `{knob}`"));
+    let mut end = start;
+    for _ in 0..3 {
+        end += toml[end..].find('\n').expect("a knob is three lines") + 1;
+    }
+    format!("{}{}", &toml[..start], toml[end..].trim_start_matches('\n'))
+}
+
+#[test]
+fn the_dbsched_port_passes_the_corpus_under_its_policy() {
+    let targets = targets();
+    let o = reapcheck(&["run", "--db", &db_list(&targets), "--dialects", &port("dbsched")], &targets);
+    let out = text(&o.stdout);
+    let n = scenario_count();
+    let mut zone_failures = 0;
+    for t in &targets {
+        let (failed, no_zones) = port_failures(&out, *t);
+        assert_eq!(failed, BTreeSet::new(), "{out}");
+        zone_failures += no_zones.len();
+        let (ok, skipped) = (named(&out, "ok ", *t), named(&out, "skipped:", *t));
+        assert_eq!(ok.len() + skipped.len() + no_zones.len(), n, "{out}");
+        assert!(ok.len() >= 60, "most of the corpus is judged: {out}");
+        // What the queue lacks, and nothing else, is skipped.
+        let d = t.dialect();
+        let reasons = ["no leases", "no legacy", "no hooks", "queues = none"]
+            .map(|r| format!(": {d} declares {r} (dialect.toml)"));
+        let on = format!("  on {} [", t.name());
+        for line in out.lines().filter(|l| l.starts_with("skipped:") && l.contains(&on)) {
+            assert!(reasons.iter().any(|r| line.ends_with(r.as_str())), "{line}");
+        }
+        assert!(out.contains(&format!("{t} is compared with the model under this profile, not with the snapshots")));
+        assert!(out.contains("staleness = <= ("), "{out}");
+    }
+    if zone_failures == 0 {
+        assert!(o.status.success(), "{out}{}", text(&o.stderr));
+    }
+}
+
+/// Each policy knob the dbsched port declares, and the scenarios a copy
+/// with that one knob set back to the reference (its SQL unchanged) fails:
+/// the scenarios the knob decides. Derived by running, on sqlite, postgres
+/// and mariadb alike.
+const DBSCHED_KNOBS: &[(&str, &[&str])] = &[
+    (
+        "staleness",
+        &[
+            "batch/dead-behind-a-full-batch",
+            "boundaries/exact-cutoff",
+            "boundaries/scan-floor",
+            "boundaries/sub-second-steps",
+            "grace/beat-stamped-before-claim",
+            "time/dst-fall-back-fold",
+            "time/dst-fall-back-setup-rows",
+            "time/dst-spring-forward-gap",
+            "time/dst-spring-forward-setup-rows",
+            "time/london-fold-heartbeat",
+            "time/london-fold-setup-rows",
+            "time/london-gap-heartbeat",
+            "time/london-gap-setup-rows",
+            "time/sub-second-now",
+        ],
+    ),
+    (
+        "claim_window",
+        &[
+            "batch/dead-behind-a-full-batch",
+            "boundaries/claim-window-exact",
+            "boundaries/claim-window-exact-after-claim",
+            "boundaries/claim-window-short-timeout",
+            "boundaries/run-at-now",
+            "claim/clears-previous-heartbeat",
+            "claim/not-pending",
+            "claim/writes-class-timeout",
+            "fencing/stale-complete-after-reap",
+            "fencing/stale-complete-while-processing",
+            "fencing/stale-fail",
+            "fencing/stale-heartbeat",
+            "grace/class-override-longer",
+            "grace/never-beat",
+            "outcomes/backoff-doubles",
+            "outcomes/backoff-max-delay-cap",
+            "outcomes/fenced-fires-no-hook",
+            "outcomes/reaper-retry-fires-no-hook",
+            "races/apply-uses-scan-clock",
+            "races/reclaim-between-scan-and-apply",
+            "races/skewed-reclaim-between-scan-and-apply",
+            "races/two-reapers-one-job",
+            "time/across-2038-rollover",
+            "time/dst-fall-back-fold",
+            "time/dst-spring-forward-gap",
+            "time/dst-spring-forward-setup-rows",
+            "time/london-fold-setup-rows",
+            "time/london-gap-claim-and-run-at",
+            "time/london-gap-setup-rows",
+            "time/sub-second-now",
+            "windows/claim-timeout-null-uses-poll-timeout",
+            "windows/claim-timeout-zero-uses-poll-timeout",
+            "windows/grace-longer-than-claim-window",
+            "windows/never-beat-vs-beat",
+            "windows/poll-timeout-negative-means-300",
+            "windows/poll-timeout-zero-means-300",
+        ],
+    ),
+    (
+        "retry",
+        &[
+            "batch/dead-behind-1000-live",
+            "batch/dead-behind-a-full-batch",
+            "boundaries/claim-window-exact",
+            "boundaries/claim-window-exact-after-claim",
+            "boundaries/exact-cutoff",
+            "boundaries/scan-floor",
+            "boundaries/sub-second-heartbeat",
+            "boundaries/sub-second-steps",
+            "claim/clears-previous-heartbeat",
+            "claim/writes-class-timeout",
+            "fencing/stale-complete-after-reap",
+            "fencing/stale-complete-while-processing",
+            "fencing/stale-fail",
+            "fencing/stale-heartbeat",
+            "grace/beat-stamped-before-claim",
+            "grace/beat-stamped-before-claim-setup",
+            "grace/class-override-longer",
+            "grace/class-override-off",
+            "grace/floor-reclaims-past-it",
+            "grace/grace-off",
+            "grace/never-beat",
+            "grace/stopped-heartbeats",
+            "outcomes/backoff-doubles",
+            "outcomes/backoff-max-delay-cap",
+            "outcomes/fenced-fires-no-hook",
+            "outcomes/reaper-retry-fires-no-hook",
+            "races/apply-uses-scan-clock",
+            "races/reclaim-between-scan-and-apply",
+            "races/skewed-reclaim-between-scan-and-apply",
+            "races/two-reapers-beat-retry",
+            "races/two-reapers-one-job",
+            "schema/unloadable-class",
+            "schema/unloadable-class-longer-grace",
+            "time/across-2038-rollover",
+            "time/dst-fall-back-fold",
+            "time/dst-fall-back-setup-rows",
+            "time/dst-spring-forward-gap",
+            "time/dst-spring-forward-setup-rows",
+            "time/london-fold-heartbeat",
+            "time/london-fold-setup-rows",
+            "time/london-gap-claim-and-run-at",
+            "time/london-gap-heartbeat",
+            "time/london-gap-setup-rows",
+            "time/sub-second-now",
+            "windows/claim-timeout-null-uses-poll-timeout",
+            "windows/claim-timeout-zero-uses-poll-timeout",
+            "windows/grace-off-window-from-last-beat",
+            "windows/grace-shorter-than-claim-window",
+            "windows/never-beat-vs-beat",
+            "windows/poll-timeout-negative-means-300",
+            "windows/poll-timeout-zero-means-300",
+            "windows/set-grace-mid-scenario",
+        ],
+    ),
+    // The port has no queue column: the queue scenarios, skipped under
+    // `queues = none`, run and fail (the other two pass: all their jobs
+    // are reaped anyway).
+    (
+        "queues",
+        &[
+            "windows/queue-name-inside-another",
+            "windows/queue-names-exact",
+            "windows/queue-scoped-reap",
+            "windows/queue-scoped-reap-other-queue",
+        ],
+    ),
+    // No scenario can tell these three from the reference on this port.
+    // give_up and non_idempotent decide only reaps that end in `failed` or
+    // `interrupted`, which fire a final hook on the reference model, and
+    // the port declares no hooks, so every such scenario is skipped either
+    // way (the skip is decided on the reference model's outcome). fence =
+    // row_version is judged exactly like the claim token (policy.rs).
+    ("give_up", &[]),
+    ("non_idempotent", &[]),
+    ("fence", &[]),
+];
+
+#[test]
+fn each_policy_knob_of_the_dbsched_port_decides_its_scenarios() {
+    let targets = targets();
+    for (knob, expected) in DBSCHED_KNOBS {
+        let dir = dbsched_copy(knob, |_, file, t| if file == "dialect.toml" { without_knob(&t, knob) } else { t });
+        let o = reapcheck(&["run", "--db", &db_list(&targets), "--dialects", &dir.display().to_string()], &targets);
+        let _ = std::fs::remove_dir_all(&dir);
+        let out = text(&o.stdout);
+        assert!(!out.contains(&format!("; {knob} = ")), "{knob} is set back: {out}");
+        for t in &targets {
+            let (failed, no_zones) = port_failures(&out, *t);
+            let expected: BTreeSet<String> =
+                expected.iter().map(|s| s.to_string()).filter(|s| !no_zones.contains(s)).collect();
+            assert_eq!(failed, expected, "{knob} on {t}: {out}");
+        }
+    }
+}
+
+/// `grace_off = never` is what `claim_window = none` needs: set back alone,
+/// the profile is refused, at the knob that needs it.
+#[test]
+fn the_dbsched_port_without_grace_off_never_is_refused() {
+    let dir =
+        dbsched_copy("grace-off", |_, file, t| if file == "dialect.toml" { without_knob(&t, "grace_off") } else { t });
+    let line = std::fs::read_to_string(dir.join("sqlite/dialect.toml"))
+        .unwrap()
+        .lines()
+        .position(|l| l == "[policy.claim_window]")
+        .expect("the copy keeps claim_window")
+        + 3;
+    let err = check_errors(&dir);
+    let at = format!("error: sqlite/dialect.toml:{line}:10: `claim_window = none` with `grace_off = allowed`");
+    assert!(err.contains(&at) && err.contains("could never be reclaimed"), "{err}");
+    // Nothing else: a refused profile declares no features, so no
+    // statement is reported missing for the reference's.
+    assert_eq!(err.lines().filter(|l| l.starts_with("error:")).count(), 3, "one per dialect: {err}");
+}
+
+/// The revive's guard without its `last_heartbeat <= :cutoff` recheck: the
+/// version fence alone, which a heartbeat does not bump, so a beat landing
+/// between the scan and the revive is lost
+/// (`races/heartbeat-between-scan-and-apply`), and, since the scan only has
+/// the 30 s floor, a job still inside its grace is revived.
+#[test]
+fn the_dbsched_revive_without_its_heartbeat_recheck_fails() {
+    let targets = targets();
+    let dir = dbsched_copy("no-recheck", |_, file, t| {
+        if file != "reaper.sql" {
+            return t;
+        }
+        let (start, end) = (t.find("-- name: reap_retry").unwrap(), t.find("-- name: reap_interrupt").unwrap());
+        let revive = t[start..end].replace("\n   AND last_heartbeat <= :cutoff", "");
+        assert_ne!(revive, t[start..end], "the recheck is there to drop");
+        format!("{}{revive}{}", &t[..start], &t[end..])
+    });
+    let o = reapcheck(&["run", "--db", &db_list(&targets), "--dialects", &dir.display().to_string()], &targets);
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    let expected: BTreeSet<String> = [
+        "batch/dead-behind-1000-live",
+        "batch/dead-behind-a-full-batch",
+        "boundaries/claim-window-short-timeout",
+        "boundaries/fractional-clock-scan-floor",
+        "boundaries/sub-second-heartbeat",
+        "claim/writes-class-timeout",
+        "grace/class-override-longer",
+        "grace/recent-beat",
+        "races/heartbeat-between-scan-and-apply",
+        "windows/grace-longer-than-claim-window",
+        "windows/grace-shorter-than-claim-window",
+        "windows/keeps-beating-past-timeout",
+    ]
+    .map(String::from)
+    .into();
+    for t in &targets {
+        assert_eq!(port_failures(&out, *t).0, expected, "{t}: {out}");
+    }
 }

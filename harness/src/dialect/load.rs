@@ -70,6 +70,9 @@ impl Dialect {
             },
         };
         let explicit = profile.is_some();
+        // A refused dialect.toml says nothing of the features the queue has:
+        // no statement is reported as belonging to, or missing from, one.
+        let refused = errors.iter().any(|e| matches!(e.kind, DialectErrorKind::Profile(_)));
         let profile = profile.unwrap_or_default();
         let mut statements: BTreeMap<String, Statement> = BTreeMap::new();
         // Names already reported (rejected or duplicated), so that none is
@@ -97,7 +100,7 @@ impl Dialect {
                     errors.push(error(block.line, DialectErrorKind::Duplicate { name: block.name, first }));
                     continue;
                 }
-                if let Some(feature) = contract::feature_of(&block.name).filter(|f| !profile.has(*f)) {
+                if let Some(feature) = contract::feature_of(&block.name).filter(|f| !refused && !profile.has(*f)) {
                     let kind = DialectErrorKind::AbsentFeatureDefined {
                         name: block.name.clone(),
                         feature,
@@ -122,7 +125,7 @@ impl Dialect {
             }
             let doc = contract::spec(&required).map_or("", |s| s.doc);
             let kind = match feature {
-                Some(f) if !profile.has(f) => continue,
+                Some(f) if refused || !profile.has(f) => continue,
                 Some(feature) => {
                     let profile = if explicit {
                         format!("{profile_shown} lists")

@@ -1,0 +1,45 @@
+-- SQLite: dead executions. An execution is dead when it is picked and its
+-- last_heartbeat <= the cutoff (db-scheduler's `<=`); the scan floor is
+-- 30 s (30000000 microseconds) below :now with the same `<=`. There are no
+-- queues: :all_queues and :queues are not read.
+--
+-- A dead execution is revived at once: picked goes, execution_time = :now
+-- (not :run_at: the queue has no backoff), and version is bumped. The
+-- guard re-checks the scanned row: still picked, still the scanned version,
+-- and still silent since the cutoff. The version alone would not do: a
+-- heartbeat does not bump it, so a beat landing between the scan and the
+-- revive would be lost. last_heartbeat is left as it was (the pick that
+-- revives it writes a new one).
+
+-- name: reap_scan
+-- version stands in the contract's `attempts` column (the fence the guard
+-- checks); the table keeps no retry limit (the largest count: never spent)
+-- and no per-attempt timeout (NULL).
+SELECT task_instance, task_name, version, 9223372036854775807 AS max_retries, NULL AS claim_timeout,
+       CASE WHEN last_heartbeat IS NULL THEN 0 ELSE 1 END AS has_beat
+  FROM scheduled_tasks
+ WHERE picked = 1 AND last_heartbeat <= :now - 30000000
+ ORDER BY task_instance
+
+-- name: reap_retry
+UPDATE scheduled_tasks
+   SET picked = 0, picked_by = NULL, execution_time = :now,
+       consecutive_failures = consecutive_failures + 1, version = version + 1
+ WHERE task_instance = :id AND picked = 1 AND version = :attempts
+   AND last_heartbeat <= :cutoff
+
+-- name: reap_interrupt
+-- The queue has no notion of idempotency: every dead execution is revived.
+UPDATE scheduled_tasks
+   SET picked = 0, picked_by = NULL, execution_time = :now,
+       consecutive_failures = consecutive_failures + 1, version = version + 1
+ WHERE task_instance = :id AND picked = 1 AND version = :attempts
+   AND last_heartbeat <= :cutoff
+
+-- name: reap_fail
+-- The queue never gives up on a dead execution: it is revived.
+UPDATE scheduled_tasks
+   SET picked = 0, picked_by = NULL, execution_time = :now,
+       consecutive_failures = consecutive_failures + 1, version = version + 1
+ WHERE task_instance = :id AND picked = 1 AND version = :attempts
+   AND last_heartbeat <= :cutoff
