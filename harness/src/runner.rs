@@ -174,12 +174,17 @@ pub async fn check_target(
     model: &ModelRun,
 ) -> TargetRun {
     // The features a scenario needs follow from the outcome under the
-    // dialect's policy (a policy may fire a hook the reference does not).
-    let policy_outcome = match dialect.profile.policy.is_reference() {
-        true => None,
-        false => Some(model_outcome(&scenario.scenario, &dialect.profile).await),
+    // dialect's policy (a policy may fire a hook the reference does not, or
+    // none where it does); its `expect` holds the reference claim.
+    let skip = if dialect.profile.policy.is_reference() {
+        absent_feature(scenario, dialect, &model.outcome)
+    } else {
+        let under_policy = model_outcome(&scenario.scenario, &dialect.profile).await;
+        let mut judged = scenario.clone();
+        judged.scenario.expect = None;
+        absent_feature(&judged, dialect, &under_policy)
     };
-    if let Some(reason) = absent_feature(scenario, dialect, policy_outcome.as_ref().unwrap_or(&model.outcome)) {
+    if let Some(reason) = skip {
         return TargetRun { verdict: Verdict::Skipped(reason), yaml: None, log: Vec::new() };
     }
     // The state after every step, for the invariants every queue keeps.
