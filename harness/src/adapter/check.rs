@@ -1,0 +1,1 @@
+//! `reapcheck adapter check`: validates an adapter (in progress).

@@ -1,0 +1,1 @@
+//! `reapcheck adapter serve`: the reference adapter (in progress).
