@@ -15,6 +15,14 @@
 //! | `targets` (names) | `--db` | `REAPCHECK_DB` | `sqlite` |
 //! | `required` (names) | `--require` | `REAPCHECK_REQUIRE` | none |
 //!
+//! `[adapters.<name>]` tables name adapter targets (docs/adapter-protocol.md,
+//! "Configuring an adapter target"): `command` (a non-empty array of
+//! strings, run in the project root), `database` (the target whose server
+//! the adapter uses), optional `env` (a table of strings added to
+//! reapcheck's environment) and `timeout_seconds` (per request, 1 to 600,
+//! default 10). Such a target is named `adapter:<name>` in `targets`,
+//! `required`, `--db`, `--require` and their variables.
+//!
 //! A dialect runs from the `dialects` folder when that folder has a
 //! sub-folder of its name; otherwise it runs reapcheck's own SQL only when
 //! `builtin_dialects` lists it, and is an error if not (a binary never runs
@@ -114,6 +122,22 @@ pub enum ConfigErrorKind {
     /// An empty list of targets.
     #[error("names no target: give at least one of {}", target_names())]
     NoTarget,
+    /// `adapter:<name>` names no `[adapters.<name>]` table.
+    #[error("unknown adapter `{name}`: {}", known_adapters(.known))]
+    UnknownAdapter {
+        /// The name after `adapter:`.
+        name: String,
+        /// The adapters the file configures.
+        known: Vec<String>,
+    },
+    /// An `[adapters.<name>]` table with a value that cannot be used.
+    #[error("adapter `{name}`: {why}")]
+    Adapter {
+        /// The adapter's name.
+        name: String,
+        /// What is wrong and what to write instead.
+        why: String,
+    },
     /// An empty list of scenario sets.
     #[error("names no scenario set: give `builtin` (the corpus inside reapcheck) and/or a folder of scenario files")]
     NoScenarioSet,
@@ -122,6 +146,47 @@ pub enum ConfigErrorKind {
 /// The target names, comma-separated.
 pub fn target_names() -> String {
     Target::ALL.iter().map(|t| t.name()).collect::<Vec<_>>().join(", ")
+}
+
+fn known_adapters(known: &[String]) -> String {
+    if known.is_empty() {
+        format!("{FILE_NAME} configures none: add an `[adapters.<name>]` table with `command` and `database`")
+    } else {
+        format!("{FILE_NAME} configures {}", known.join(", "))
+    }
+}
+
+/// The prefix of an adapter target's name: `adapter:saq`.
+pub const ADAPTER_PREFIX: &str = "adapter:";
+
+/// The default time limit of one adapter request, in seconds.
+pub const DEFAULT_ADAPTER_TIMEOUT: u64 = 10;
+
+/// The largest `timeout_seconds` of an adapter, in seconds.
+pub const MAX_ADAPTER_TIMEOUT: u64 = 600;
+
+/// One `[adapters.<name>]` table, checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AdapterConfig {
+    /// The table's name: the target is `adapter:<name>`.
+    pub name: String,
+    /// The program and its arguments (never empty).
+    pub command: Vec<String>,
+    /// The database target whose server (and URL) the adapter uses.
+    pub database: Target,
+    /// Variables added to reapcheck's own environment, in name order.
+    pub env: Vec<(String, String)>,
+    /// The time limit of each request.
+    pub timeout: std::time::Duration,
+    /// Where the table is.
+    pub origin: Origin,
+}
+
+impl AdapterConfig {
+    /// The target's name, `adapter:<name>`.
+    pub fn target_name(&self) -> String {
+        format!("{ADAPTER_PREFIX}{}", self.name)
+    }
 }
 
 /// A set of scenarios to run.
@@ -146,8 +211,11 @@ impl fmt::Display for ScenarioSet {
 /// cannot reach).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Selection {
-    /// The targets, without repetition, in the order given.
+    /// The database targets, without repetition, in the order given.
     pub targets: Vec<Target>,
+    /// The adapter targets (their names, without `adapter:`), without
+    /// repetition, in the order given; each has an `[adapters.<name>]` table.
+    pub adapters: Vec<String>,
     /// `all` was given: unreachable targets are skipped, not failed.
     pub all: bool,
 }
@@ -160,6 +228,16 @@ struct RawFile {
     scenarios: Option<Spanned<Vec<Spanned<String>>>>,
     targets: Option<Spanned<Vec<Spanned<String>>>>,
     required: Option<Spanned<Vec<Spanned<String>>>>,
+    adapters: Option<std::collections::BTreeMap<Spanned<String>, RawAdapter>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAdapter {
+    command: Spanned<Vec<Spanned<String>>>,
+    database: Spanned<String>,
+    env: Option<std::collections::BTreeMap<String, Spanned<String>>>,
+    timeout_seconds: Option<Spanned<i64>>,
 }
 
 /// The project: its `reapcheck.toml` (if any) and root folder.
@@ -170,6 +248,7 @@ pub struct Project {
     pub root: PathBuf,
     text: String,
     raw: RawFile,
+    adapters: Vec<AdapterConfig>,
 }
 
 impl Project {
@@ -185,7 +264,13 @@ impl Project {
         let start = std::path::absolute(start).unwrap_or_else(|_| start.to_owned());
         let found = start.ancestors().map(|d| d.join(FILE_NAME)).find(|p| p.is_file());
         match found {
-            None => Ok(Project { file: None, root: start, text: String::new(), raw: RawFile::default() }),
+            None => Ok(Project {
+                file: None,
+                root: start,
+                text: String::new(),
+                raw: RawFile::default(),
+                adapters: Vec::new(),
+            }),
             Some(path) => Project::read(&path),
         }
     }
@@ -204,7 +289,76 @@ impl Project {
             ConfigError { origin, kind: ConfigErrorKind::Syntax(e.message().trim().to_owned()) }
         })?;
         let root = path.parent().map(Path::to_owned).unwrap_or_default();
-        Ok(Project { file: Some(path.to_owned()), root, text, raw })
+        let mut project = Project { file: Some(path.to_owned()), root, text, raw, adapters: Vec::new() };
+        project.adapters = project.read_adapters()?;
+        Ok(project)
+    }
+
+    /// Checks every `[adapters.<name>]` table.
+    fn read_adapters(&self) -> Result<Vec<AdapterConfig>, ConfigError> {
+        let mut adapters = Vec::new();
+        for (name, raw) in self.raw.adapters.iter().flatten() {
+            let bad = |at: Origin, why: String| ConfigError {
+                origin: at,
+                kind: ConfigErrorKind::Adapter { name: name.get_ref().clone(), why },
+            };
+            let named = name.get_ref();
+            if Target::from_name(named).is_some() {
+                let why = format!("`{named}` is a database target's name: give the adapter another name");
+                return Err(bad(self.origin(name, "adapters"), why));
+            }
+            if named.is_empty() || !named.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+                let why = "a name is letters, digits, `-` and `_`".to_owned();
+                return Err(bad(self.origin(name, "adapters"), why));
+            }
+            let command: Vec<String> = raw.command.get_ref().iter().map(|c| c.get_ref().clone()).collect();
+            if command.first().is_none_or(|p| p.trim().is_empty()) {
+                let why =
+                    "`command` is empty: give the program and its arguments, such as [\"python3\", \"adapter.py\"]";
+                return Err(bad(self.origin(&raw.command, "command"), why.to_owned()));
+            }
+            let Some(database) = Target::from_name(raw.database.get_ref().trim()) else {
+                let why = format!(
+                    "`database` names no database target `{}`: give one of {}",
+                    raw.database.get_ref(),
+                    target_names()
+                );
+                return Err(bad(self.origin(&raw.database, "database"), why));
+            };
+            let timeout = match &raw.timeout_seconds {
+                None => DEFAULT_ADAPTER_TIMEOUT,
+                Some(t) => match u64::try_from(*t.get_ref()) {
+                    Ok(secs @ 1..=MAX_ADAPTER_TIMEOUT) => secs,
+                    _ => {
+                        let why = format!(
+                            "`timeout_seconds` is {}: give whole seconds from 1 to {MAX_ADAPTER_TIMEOUT}",
+                            t.get_ref()
+                        );
+                        return Err(bad(self.origin(t, "timeout_seconds"), why));
+                    }
+                },
+            };
+            let env = raw.env.iter().flatten().map(|(k, v)| (k.clone(), v.get_ref().clone())).collect();
+            adapters.push(AdapterConfig {
+                name: named.clone(),
+                command,
+                database,
+                env,
+                timeout: std::time::Duration::from_secs(timeout),
+                origin: self.origin(name, ""),
+            });
+        }
+        Ok(adapters)
+    }
+
+    /// The adapters the file configures, in name order.
+    pub fn adapters(&self) -> &[AdapterConfig] {
+        &self.adapters
+    }
+
+    /// The adapter called `name` (without `adapter:`), if configured.
+    pub fn adapter(&self, name: &str) -> Option<&AdapterConfig> {
+        self.adapters.iter().find(|a| a.name == name)
     }
 
     fn origin<T>(&self, value: &Spanned<T>, key: &'static str) -> Origin {
@@ -251,7 +405,8 @@ impl Project {
         } else {
             (default.into_iter().map(|n| (n.to_owned(), Origin::Default)).collect(), Origin::Default)
         };
-        let value = parse_selection(&items, &origin, default.is_some())?;
+        let known: Vec<String> = self.adapters.iter().map(|a| a.name.clone()).collect();
+        let value = parse_selection(&items, &origin, default.is_some(), &known)?;
         Ok(Setting { value, origin })
     }
 
@@ -321,26 +476,42 @@ fn split(list: &str) -> impl Iterator<Item = String> + '_ {
     list.split(',').map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned)
 }
 
-fn parse_selection(items: &[(String, Origin)], origin: &Origin, non_empty: bool) -> Result<Selection, ConfigError> {
+fn parse_selection(
+    items: &[(String, Origin)],
+    origin: &Origin,
+    non_empty: bool,
+    adapters: &[String],
+) -> Result<Selection, ConfigError> {
     let err = |origin: &Origin, kind| ConfigError { origin: origin.clone(), kind };
     if items.iter().any(|(n, _)| n == "all") {
         if items.len() > 1 {
             return Err(err(origin, ConfigErrorKind::AllCombined));
         }
-        return Ok(Selection { targets: Target::ALL.to_vec(), all: true });
+        return Ok(Selection { targets: Target::ALL.to_vec(), adapters: Vec::new(), all: true });
     }
     let mut targets = Vec::new();
+    let mut chosen = Vec::new();
     for (name, at) in items {
+        if let Some(adapter) = name.strip_prefix(ADAPTER_PREFIX) {
+            if !adapters.iter().any(|a| a == adapter) {
+                let kind = ConfigErrorKind::UnknownAdapter { name: adapter.to_owned(), known: adapters.to_vec() };
+                return Err(err(at, kind));
+            }
+            if !chosen.iter().any(|c| c == adapter) {
+                chosen.push(adapter.to_owned());
+            }
+            continue;
+        }
         let t =
             Target::from_name(name).ok_or_else(|| err(at, ConfigErrorKind::UnknownTarget { name: name.clone() }))?;
         if !targets.contains(&t) {
             targets.push(t);
         }
     }
-    if targets.is_empty() && non_empty {
+    if targets.is_empty() && chosen.is_empty() && non_empty {
         return Err(err(origin, ConfigErrorKind::NoTarget));
     }
-    Ok(Selection { targets, all: false })
+    Ok(Selection { targets, adapters: chosen, all: false })
 }
 
 /// The 1-based line and column of byte `offset` in `text`.
@@ -425,14 +596,79 @@ mod tests {
     }
 
     #[test]
+    fn an_adapter_table_is_read_and_selected_as_adapter_name() {
+        let text = "targets = [\"sqlite\", \"adapter:saq\"]\n\n[adapters.saq]\ncommand = [\"python3\", \"a.py\"]\n\
+                    database = \"postgres\"\nenv = { PYTHONUNBUFFERED = \"1\" }\ntimeout_seconds = 30\n\n\
+                    [adapters.ref]\ncommand = [\"reapcheck\"]\ndatabase = \"sqlite\"\n";
+        let d = Dir::new("adapters", Some(text));
+        let p = Project::discover(&d.0).unwrap();
+        let saq = p.adapter("saq").unwrap();
+        assert_eq!(saq.command, vec!["python3".to_owned(), "a.py".to_owned()]);
+        assert_eq!((saq.database, saq.timeout.as_secs()), (Target::Postgres, 30));
+        assert_eq!(saq.env, vec![("PYTHONUNBUFFERED".to_owned(), "1".to_owned())]);
+        assert_eq!(saq.target_name(), "adapter:saq");
+        let r = p.adapter("ref").unwrap();
+        assert_eq!((r.database, r.timeout.as_secs(), r.env.len()), (Target::Sqlite, DEFAULT_ADAPTER_TIMEOUT, 0));
+        let selected = p.targets(None).unwrap().value;
+        assert_eq!((selected.targets, selected.adapters), (vec![Target::Sqlite], vec!["saq".to_owned()]));
+        let only = p.targets(Some("adapter:ref,adapter:ref")).unwrap().value;
+        assert_eq!((only.targets, only.adapters), (vec![], vec!["ref".to_owned()]));
+        let e = p.targets(Some("adapter:nope")).unwrap_err();
+        assert_eq!(e.to_string(), "--db: unknown adapter `nope`: reapcheck.toml configures ref, saq");
+        let bare = Project::discover(&std::env::temp_dir().join("reapcheck-no-such-project")).unwrap();
+        let e = bare.required(Some("adapter:saq")).unwrap_err().to_string();
+        assert!(e.contains("configures none: add an `[adapters.<name>]` table"), "{e}");
+    }
+
+    #[test]
+    fn a_bad_adapter_table_is_an_error_at_its_line_and_column() {
+        let head = "[adapters.a]\n";
+        let cases = [
+            ("command = []\ndatabase = \"sqlite\"\n", "2:11: key `command`: adapter `a`: `command` is empty"),
+            (
+                "command = [\"x\"]\ndatabase = \"oracle\"\n",
+                "3:12: key `database`: adapter `a`: `database` names no database target `oracle`",
+            ),
+            (
+                "command = [\"x\"]\ndatabase = \"sqlite\"\ntimeout_seconds = 0\n",
+                "4:19: key `timeout_seconds`: adapter `a`: `timeout_seconds` is 0: give whole seconds from 1 to 600",
+            ),
+            (
+                "command = [\"x\"]\ndatabase = \"sqlite\"\ntimeout_seconds = 601\n",
+                "4:19: key `timeout_seconds`: adapter `a`: `timeout_seconds` is 601",
+            ),
+            ("command = [\"x\"]\ndatabase = \"sqlite\"\nretries = 2\n", "4:1: unknown field `retries`"),
+            (
+                "command = [\"x\"]\ndatabase = \"sqlite\"\nenv = { A = 1 }\n",
+                "4:13: invalid type: integer `1`, expected a string",
+            ),
+            ("command = \"x\"\ndatabase = \"sqlite\"\n", "2:11: invalid type: string \"x\", expected a sequence"),
+            ("database = \"sqlite\"\n", "missing field `command`"),
+        ];
+        for (body, wanted) in cases {
+            let d = Dir::new("bad-adapter", Some(&format!("{head}{body}")));
+            let e = Project::discover(&d.0).err().expect("refused").to_string();
+            let file = d.0.join(FILE_NAME).display().to_string();
+            assert!(e.starts_with(&file) && e.contains(wanted), "{body}: {e}");
+        }
+        let d = Dir::new("adapter-named-sqlite", Some("[adapters.sqlite]\ncommand = [\"x\"]\ndatabase = \"sqlite\"\n"));
+        let e = Project::discover(&d.0).err().expect("refused").to_string();
+        assert!(
+            e.contains("adapter `sqlite`: `sqlite` is a database target's name: give the adapter another name"),
+            "{e}"
+        );
+        assert!(e.contains(":1:11: key `adapters`"), "{e}");
+    }
+
+    #[test]
     fn all_stands_alone() {
         let at = Origin::Flag("--db");
         let items = |names: &[&str]| names.iter().map(|n| (n.to_string(), at.clone())).collect::<Vec<_>>();
-        let all = parse_selection(&items(&["all"]), &at, true).unwrap();
+        let all = parse_selection(&items(&["all"]), &at, true, &[]).unwrap();
         assert!(all.all && all.targets.len() == 6);
-        let e = parse_selection(&items(&["all", "sqlite"]), &at, true).unwrap_err();
+        let e = parse_selection(&items(&["all", "sqlite"]), &at, true, &[]).unwrap_err();
         assert!(matches!(e.kind, ConfigErrorKind::AllCombined), "{e}");
         assert!(e.to_string().starts_with("--db: `all` cannot be combined"), "{e}");
-        assert!(matches!(parse_selection(&[], &at, true).unwrap_err().kind, ConfigErrorKind::NoTarget));
+        assert!(matches!(parse_selection(&[], &at, true, &[]).unwrap_err().kind, ConfigErrorKind::NoTarget));
     }
 }

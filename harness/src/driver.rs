@@ -4,10 +4,16 @@
 //! It owns the clock, the attempt labels and the app-side rules; every time
 //! comparison happens in the engine (the model, or a dialect's SQL). The same
 //! driver, unchanged, runs the model and every database.
+//!
+//! [`run`] and its variants play a whole scenario; a [`Session`] plays one
+//! step at a time for a caller that holds the steps itself (the reference
+//! adapter, `reapcheck adapter serve`).
 
 use std::collections::BTreeMap;
 
-use crate::engine::{Call, Candidate, Engine, EngineError, EngineErrorKind, JobRow, LeaseRow, Phase, ReapGuard, Reply};
+use crate::engine::{
+    Call, Candidate, Engine, EngineError, EngineErrorKind, JobRow, JobState, LeaseRow, Phase, ReapGuard, Reply,
+};
 use crate::outcome::{
     ClaimResult, FailureEvent, JobOutcome, LastError, LeaseOutcome, Outcome, StepResult, WorkerResult,
 };
@@ -55,7 +61,7 @@ pub async fn run_under<E: Engine>(
     trace: Option<&mut Vec<String>>,
     mut checkpoints: Option<&mut Checkpoints>,
 ) -> Result<Outcome, EngineError> {
-    let mut driver = Driver::new(scenario, policy, engine, trace);
+    let mut driver = Session::new(scenario, policy, engine, trace);
     driver.engine.mark(Phase::Setup);
     driver.setup().await?;
     let mut steps = Vec::with_capacity(scenario.steps.len());
@@ -84,7 +90,14 @@ struct Planned {
     action: ReapAction,
 }
 
-struct Driver<'a, E> {
+/// One scenario being played: its clock, attempt labels, reapers' plans
+/// and hook calls so far, over `engine`. [`Session::setup`] first, then
+/// [`Session::step`] per step, then [`Session::read_outcome`] (or
+/// [`Session::read_state`]) whenever the state is wanted.
+///
+/// The scenario must be valid (`reapcheck check`): a step naming a job the
+/// scenario does not declare, or a job of an undeclared class, panics.
+pub struct Session<'a, E> {
     scenario: &'a Scenario,
     policy: &'a Policy,
     engine: &'a mut E,
@@ -101,9 +114,28 @@ struct Driver<'a, E> {
     events: Vec<FailureEvent>,
 }
 
-impl<'a, E: Engine> Driver<'a, E> {
-    fn new(scenario: &'a Scenario, policy: &'a Policy, engine: &'a mut E, trace: Option<&'a mut Vec<String>>) -> Self {
-        Driver {
+/// The store's state at the session's clock, instants absolute.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct State {
+    /// Every job row, in order of id.
+    pub jobs: Vec<JobState>,
+    /// Every lease row, in order of name.
+    pub leases: Vec<LeaseRow>,
+    /// The `on_failure` hook calls so far, in order.
+    pub hooks: Vec<FailureEvent>,
+}
+
+impl<'a, E: Engine> Session<'a, E> {
+    /// A session of `scenario` on `engine`, deciding under `policy`, its
+    /// clock at the scenario's `now`. With `trace`, each reaper decision is
+    /// described there in words.
+    pub fn new(
+        scenario: &'a Scenario,
+        policy: &'a Policy,
+        engine: &'a mut E,
+        trace: Option<&'a mut Vec<String>>,
+    ) -> Self {
+        Session {
             scenario,
             policy,
             engine,
@@ -115,6 +147,16 @@ impl<'a, E: Engine> Driver<'a, E> {
             reapers: BTreeMap::new(),
             events: Vec::new(),
         }
+    }
+
+    /// The session's clock.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// The engine, to mark phases on (or to reach its connection).
+    pub fn engine(&mut self) -> &mut E {
+        self.engine
     }
 
     fn note(&mut self, line: String) {
@@ -142,7 +184,11 @@ impl<'a, E: Engine> Driver<'a, E> {
         }
     }
 
-    async fn setup(&mut self) -> Result<(), EngineError> {
+    /// Sets the time zone if the scenario has one, creates the tables and
+    /// inserts the scenario's rows, their times resolved at its `now`.
+    ///
+    /// Errors: the engine's, or a time out of range.
+    pub async fn setup(&mut self) -> Result<(), EngineError> {
         if let Some(zone) = &self.scenario.session_time_zone {
             self.call(Call::SetTimeZone { zone: zone.to_string() }).await?;
         }
@@ -190,7 +236,11 @@ impl<'a, E: Engine> Driver<'a, E> {
         Ok(())
     }
 
-    async fn step(&mut self, step: &Step) -> Result<Option<StepResult>, EngineError> {
+    /// Plays one step at the session's clock; `None` for `advance` and
+    /// `set`, which only change the session.
+    ///
+    /// Errors: the engine's, or a time out of range.
+    pub async fn step(&mut self, step: &Step) -> Result<Option<StepResult>, EngineError> {
         Ok(Some(match step {
             Step::Reap(a) => {
                 let planned = self.scan(a.timeout, a.queues.as_ref()).await?;
@@ -284,8 +334,10 @@ impl<'a, E: Engine> Driver<'a, E> {
                 Some(_) => format!("alive (last_seen {ge} cutoff), else "),
                 None => String::new(),
             };
-            let claim_window = claim_window.map_or("none (the claim starts the heartbeat clock)".to_owned(), |w| format!("{w}s"));
-            let left = if rules::has_retry_left(policy, c.attempts, c.max_retries) { "retries left" } else { "retries spent" };
+            let claim_window =
+                claim_window.map_or("none (the claim starts the heartbeat clock)".to_owned(), |w| format!("{w}s"));
+            let left =
+                if rules::has_retry_left(policy, c.attempts, c.max_retries) { "retries left" } else { "retries spent" };
             self.note(format!(
                 "  candidate {}: last_seen {last_seen}, has_beat {}, grace {grace}s, row timeout {timeout}s, \
                  claim window {claim_window}, window {window}s, cutoff {cutoff} ({}), {state}decision {}",
@@ -296,7 +348,8 @@ impl<'a, E: Engine> Driver<'a, E> {
                     ReapAction::Interrupt => "interrupted (not idempotent)".to_owned(),
                     ReapAction::Retry { delay } =>
                         format!("retry in {delay}s (attempt {}, max_retries {}: {left})", c.attempts, c.max_retries),
-                    ReapAction::Fail => format!("failed (attempt {}, max_retries {}: {left})", c.attempts, c.max_retries),
+                    ReapAction::Fail =>
+                        format!("failed (attempt {}, max_retries {}: {left})", c.attempts, c.max_retries),
                 },
             ));
         }
@@ -468,13 +521,10 @@ impl<'a, E: Engine> Driver<'a, E> {
         self.read_outcome(steps, events).await
     }
 
-    async fn read_outcome(
-        &mut self,
-        steps: Vec<Option<StepResult>>,
-        on_failure: Vec<FailureEvent>,
-    ) -> Result<Outcome, EngineError> {
-        let now = self.now;
-        let rel = |i: Instant| i.since(now);
+    /// The store's rows and the hooks so far (`read_jobs`, `read_leases`).
+    ///
+    /// Errors: the engine's.
+    pub async fn read_state(&mut self) -> Result<State, EngineError> {
         let jobs = match self.call(Call::ReadJobs).await? {
             Reply::Jobs(rows) => rows,
             other => return Err(unexpected("job rows", other)),
@@ -483,6 +533,21 @@ impl<'a, E: Engine> Driver<'a, E> {
             Reply::Leases(rows) => rows,
             other => return Err(unexpected("lease rows", other)),
         };
+        Ok(State { jobs, leases, hooks: self.events.clone() })
+    }
+
+    /// The state now as an outcome document with `steps` and the hook
+    /// calls `on_failure`, every instant relative to the session's clock.
+    ///
+    /// Errors: the engine's.
+    pub async fn read_outcome(
+        &mut self,
+        steps: Vec<Option<StepResult>>,
+        on_failure: Vec<FailureEvent>,
+    ) -> Result<Outcome, EngineError> {
+        let now = self.now;
+        let rel = |i: Instant| i.since(now);
+        let State { jobs, leases, .. } = self.read_state().await?;
         Ok(Outcome {
             steps,
             jobs: jobs

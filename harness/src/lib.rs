@@ -6,6 +6,7 @@
 //! [`outcome`], and all of them must equal the scenario's committed snapshot
 //! ([`snapshot`]). [`runner`] ties these together for the CLI and the tests.
 
+pub mod adapter;
 pub mod backend;
 pub mod config;
 #[cfg(feature = "containers")]

@@ -159,7 +159,10 @@ pub fn wrong_server(target: Target, version: &str) -> Option<String> {
     }
 }
 
-async fn connect(target: Target, url: &str) -> Result<Server, String> {
+/// Connects to `target`'s server at `url` (SQLite ignores it, and is
+/// embedded); the error is the backend's, which may hold the URL: redact it
+/// ([`redact::message`]) before printing.
+pub async fn connect(target: Target, url: &str) -> Result<Server, String> {
     let result = match target {
         Target::Sqlite => backend::sqlite().await,
         Target::Postgres => backend::postgres(url).await,

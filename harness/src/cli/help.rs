@@ -167,3 +167,40 @@ pub const RACE: &str = concat!(
      1  a rule was broken, a statement failed, a target could not run, or nothing ran\n  \
      2  invalid input (a bound out of range, a server not on this machine, a bad flag)\n"
 );
+
+/// `adapter serve`.
+pub const ADAPTER_SERVE: &str = concat!(
+    "Reads request lines on stdin and writes one reply line per request on stdout\n\
+     (docs/adapter-protocol.md); logs go to stderr. Name it as an adapter's command in\n\
+     reapcheck.toml, or check it with `reapcheck adapter check`.\n\n\
+     Examples:\n  \
+     reapcheck adapter serve --db sqlite             # the embedded SQLite dialect\n  \
+     reapcheck adapter serve --db postgres --dialects my-port   # your port's SQL\n  \
+     reapcheck adapter check -- reapcheck adapter serve --db sqlite\n\n",
+    order!(),
+    "\nEnvironment:\n  \
+     REAPCHECK_DIALECTS    dialects folder when --dialects is not given (`builtin`: the SQL inside reapcheck)\n",
+    url_env!(),
+    "                        used when a setup request names no database\n\n\
+     Exit codes:\n  \
+     0  stdin ended (every request was answered, errors included)\n  \
+     1  stdin or stdout failed\n  \
+     2  invalid input (target, dialect, reapcheck.toml, flag); nothing was served\n"
+);
+
+/// `adapter check`.
+pub const ADAPTER_CHECK: &str = "Starts CMD, sends it a short fixed script (handshake, setup of a one-job scenario on\n\
+     SQLite, clock, claim, heartbeat, clock, reap, complete, read, teardown), prints each\n\
+     exchange as `> request` / `< reply`, and validates every reply: JSON, the protocol's\n\
+     schema (docs/adapter-protocol/reply.schema.json), the seq rule, and reapcheck's decoding.\n\n\
+     Examples:\n  \
+     reapcheck adapter check -- python3 examples/adapters/saq/adapter.py\n  \
+     reapcheck adapter check --timeout-seconds 30 -- ./adapter.sh --verbose\n  \
+     reapcheck adapter check -- reapcheck adapter serve --db sqlite\n\n\
+     Environment:\n  \
+     none: the adapter runs with reapcheck's environment and TZ=UTC\n\n\
+     Exit codes:\n  \
+     0  every reply holds to the protocol\n  \
+     1  a reply breaks it (the first violation is printed with its line), the adapter\n     \
+     hung past --timeout-seconds, exited, or could not start\n  \
+     2  invalid arguments\n";

@@ -1,6 +1,7 @@
 //! Command-line parsing and the exit-code convention: 0 when nothing failed,
 //! 1 when something failed, 2 on invalid input.
 
+mod adapter;
 mod bench;
 mod check;
 mod explain;
@@ -86,6 +87,9 @@ enum Command {
     /// to port, an example regression and a CI workflow.
     #[command(after_help = help::INIT)]
     Init(init::InitArgs),
+    /// Adapter mode's tools: the reference adapter (`serve`) and the
+    /// protocol check of an adapter (`check`).
+    Adapter(adapter::AdapterArgs),
 }
 
 /// Parses the arguments and runs the command.
@@ -101,5 +105,6 @@ pub fn main() -> ExitCode {
         Command::Verdict(args) => verdict::verdict(args),
         Command::Race(args) => race::race(args),
         Command::Init(args) => init::init(args),
+        Command::Adapter(args) => adapter::adapter(args),
     }
 }

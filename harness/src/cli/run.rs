@@ -10,6 +10,8 @@ use std::time::Instant;
 
 use futures_util::{FutureExt, StreamExt, stream};
 
+use reapcheck::adapter::target::AdapterTarget;
+use reapcheck::config::AdapterConfig;
 use reapcheck::coverage::Coverage;
 use reapcheck::dialect::Dialect;
 use reapcheck::interrupt;
@@ -29,7 +31,8 @@ use super::{EXIT_FAILED, EXIT_INVALID, Inputs};
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
     /// Targets, comma-separated: sqlite, postgres, mariadb, mysql, cockroach,
-    /// mssql, or `all` alone (runs what it can reach, lists what it skipped)
+    /// mssql, `adapter:<name>` (an `[adapters.<name>]` of reapcheck.toml),
+    /// or `all` alone (the databases it can reach, listing what it skipped)
     /// [default: REAPCHECK_DB, else `targets` in reapcheck.toml, else sqlite].
     /// A target named here that cannot be reached fails the run.
     #[arg(long, value_name = "TARGETS")]
@@ -222,13 +225,23 @@ pub fn run(args: RunArgs) -> ExitCode {
     };
     let targets = selection.value.targets.clone();
     let required_targets = required.value.targets.clone();
-    let unselected: Vec<&str> = required_targets.iter().filter(|t| !targets.contains(t)).map(|t| t.name()).collect();
+    let adapters: Vec<AdapterConfig> =
+        selection.value.adapters.iter().filter_map(|name| project.adapter(name).cloned()).collect();
+    let required_adapters = required.value.adapters.clone();
+    let mut unselected: Vec<&str> =
+        required_targets.iter().filter(|t| !targets.contains(t)).map(|t| t.name()).collect();
+    let adapter_names: Vec<String> = required_adapters
+        .iter()
+        .filter(|a| !selection.value.adapters.contains(a))
+        .map(|a| format!("{}{a}", reapcheck::config::ADAPTER_PREFIX))
+        .collect();
+    unselected.extend(adapter_names.iter().map(String::as_str));
     if !unselected.is_empty() {
         return invalid(format!(
             "{}: requires {}, which the targets ({}, from {}) do not include: add it to --db, or stop requiring it",
             required.origin,
             unselected.join(", "),
-            targets.iter().map(|t| t.name()).collect::<Vec<_>>().join(","),
+            target_list(&targets, &adapters),
             selection.origin
         ));
     }
@@ -236,6 +249,8 @@ pub fn run(args: RunArgs) -> ExitCode {
     // named explicitly unless `all` chose them or --allow-skip is given.
     let must_run: Vec<Target> =
         if selection.value.all || args.allow_skip { required_targets.clone() } else { targets.clone() };
+    let must_run_adapters: Vec<String> =
+        if selection.value.all || args.allow_skip { required_adapters } else { selection.value.adapters.clone() };
     let scenarios = match args.inputs.scenarios(&args.filters, args.exact) {
         Ok(s) if s.is_empty() => {
             return invalid(format!(
@@ -268,6 +283,8 @@ pub fn run(args: RunArgs) -> ExitCode {
         required: &required_targets,
         dialects: &dialects,
         root: &root,
+        adapters: &adapters,
+        must_run_adapters: &must_run_adapters,
     };
     interrupt::install();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime starts");
@@ -289,7 +306,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     if let Some(dir) = &args.report {
         let corpus = outcomes::corpus_hash(scenarios.iter().map(|s| (s.name.as_str(), s.path.as_path())));
         let run = outcomes::RunInfo {
-            leg: args.leg.clone().unwrap_or_else(|| targets.iter().map(|t| t.name()).collect::<Vec<_>>().join(",")),
+            leg: args.leg.clone().unwrap_or_else(|| target_list(&targets, &adapters)),
             corpus_hash: corpus.unwrap_or_else(|e| format!("unreadable: {e}")),
             interrupted: interrupted.map(str::to_owned),
         };
@@ -324,16 +341,27 @@ struct Plan<'a> {
     /// Targets that are required (a subset of `must_run`).
     required: &'a [Target],
     dialects: &'a [Dialect],
-    /// The project root, against which snapshots name their scenario.
+    /// The project root, against which snapshots name their scenario
+    /// (and where adapters run).
     root: &'a std::path::Path,
+    /// The adapter targets, after the database targets.
+    adapters: &'a [AdapterConfig],
+    /// The adapters whose skip is a failure (names without `adapter:`).
+    must_run_adapters: &'a [String],
+}
+
+/// The targets as `--db` names them: `sqlite,adapter:ref`.
+fn target_list(targets: &[Target], adapters: &[AdapterConfig]) -> String {
+    let names = targets.iter().map(|t| t.name().to_owned()).chain(adapters.iter().map(AdapterConfig::target_name));
+    names.collect::<Vec<_>>().join(",")
 }
 
 async fn run_all(args: &RunArgs, plan: &Plan<'_>) -> (Vec<CaseRecord>, Vec<Coverage>) {
-    let Plan { scenarios, targets, must_run, required, dialects, root } = *plan;
+    let Plan { scenarios, targets, must_run, required, dialects, root, .. } = *plan;
     let mut records = Vec::new();
     let mut coverages = Vec::new();
     let mut models = Vec::with_capacity(scenarios.len());
-    let progress = Progress::new((scenarios.len() * (targets.len() + 1)) as u64, "run");
+    let progress = Progress::new((scenarios.len() * (targets.len() + plan.adapters.len() + 1)) as u64, "run");
     for s in scenarios {
         let started = Instant::now();
         if let Some(signal) = interrupt::interrupted() {
@@ -514,7 +542,67 @@ async fn run_all(args: &RunArgs, plan: &Plan<'_>) -> (Vec<CaseRecord>, Vec<Cover
         server.close().await;
         coverages.push(coverage);
     }
+    run_adapters(args, plan, &models, &progress, &mut records).await;
     (records, coverages)
+}
+
+/// Plays every scenario through each adapter target in turn, one scenario
+/// at a time ([`AdapterTarget`]). An adapter that cannot start or fails its
+/// handshake fails its target like an unreachable database (skipped when
+/// its skip is allowed).
+async fn run_adapters(
+    args: &RunArgs,
+    plan: &Plan<'_>,
+    models: &[Option<runner::ModelRun>],
+    progress: &Progress,
+    records: &mut Vec<CaseRecord>,
+) {
+    let scenarios = plan.scenarios;
+    for config in plan.adapters {
+        let name = config.target_name();
+        let none_run = |verdict: Verdict, server: &str, records: &mut Vec<CaseRecord>| {
+            let now = Instant::now();
+            records.extend(scenarios.iter().map(|s| record(s, &name, server, verdict.clone(), now, None, args)));
+        };
+        if let Some(signal) = interrupt::interrupted() {
+            none_run(not_started(signal), NOT_RUN, records);
+            continue;
+        }
+        let mut target = match AdapterTarget::open(config, plan.root).await {
+            Ok(target) => target,
+            Err(reason) => {
+                progress.inc(scenarios.len() as u64);
+                if plan.must_run_adapters.contains(&config.name) {
+                    let why = " (named as a target: give --allow-skip to report it skipped)";
+                    progress
+                        .suspend(|| println!("FAIL     {name}{why} ({} scenarios not run): {reason}", scenarios.len()));
+                    none_run(Verdict::Fail(format!("not run: {reason}")), NOT_REACHED, records);
+                } else {
+                    progress.suspend(|| println!("skipped: {name} ({} scenarios): {reason}", scenarios.len()));
+                    none_run(Verdict::Skipped(reason), NOT_RUN, records);
+                }
+                continue;
+            }
+        };
+        if let Some(line) = target.describe_policy() {
+            progress.suspend(|| println!("{line}"));
+        }
+        for (s, model) in scenarios.iter().zip(models) {
+            let started = Instant::now();
+            let verdict = match interrupt::interrupted() {
+                Some(signal) => not_started(signal),
+                None => AssertUnwindSafe(target.check(s, model.as_ref()))
+                    .catch_unwind()
+                    .await
+                    .unwrap_or_else(|panic| Verdict::Fail(runner::panicked("check", panic.as_ref()).to_string())),
+            };
+            let record = record(s, &name, target.label(), verdict, started, None, args);
+            progress.suspend(|| print_line(&record, s));
+            progress.inc(1);
+            records.push(record);
+        }
+        target.close().await;
+    }
 }
 
 /// The verdict of a case that was not started because the run was
@@ -606,7 +694,11 @@ fn accept_divergence(s: &LoadedScenario, target: Target, yaml: &str, root: &std:
 }
 
 fn print_line(r: &CaseRecord, s: &LoadedScenario) {
-    let on = if r.target == r.server { r.target.clone() } else { format!("{} [{}]", r.target, r.server) };
+    let on = match r.target.strip_prefix(reapcheck::config::ADAPTER_PREFIX) {
+        _ if r.target == r.server => r.target.clone(),
+        Some(_) if !matches!(r.server.as_str(), NOT_RUN | NOT_REACHED) => format!("{} ({})", r.target, r.server),
+        _ => format!("{} [{}]", r.target, r.server),
+    };
     match &r.verdict {
         Verdict::Ok => println!("ok       {}  on {on}", s.name),
         Verdict::New => println!("new      {}  on {on}", s.name),

@@ -1,0 +1,402 @@
+//! The request/reply side of the protocol over an [`AdapterProcess`]:
+//! numbers each request (`seq` from 1), waits for its one reply within the
+//! time limit, checks that the reply echoes the `seq`, and decodes it
+//! strictly with the [`protocol`](super::protocol) types. Every exchange
+//! is recorded (credentials redacted) for the failure trace.
+//!
+//! Every way an adapter can break the protocol is a [`ClientError`] of its
+//! own [`ClientErrorKind`], whose message names the adapter, the request
+//! (op and seq) and the offending line.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::process::{AdapterProcess, ProcessError, Spawn, StderrTail};
+use super::protocol::{self, Body, ErrorBody, ErrorKind, Handshake, HandshakeResult, Op, OpResult, Reply, Request};
+use crate::redact;
+
+/// The hint for a stdout line that is not a reply.
+pub const STDOUT_HINT: &str = "only protocol lines go to stdout: logs belong on stderr";
+
+/// One request and the reply line it got (if any), both redacted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Exchange {
+    /// The request line sent.
+    pub request: String,
+    /// The line that came back, or `None` when none did.
+    pub reply: Option<String>,
+}
+
+/// A decoded answer: the operation's result, or the adapter's error reply.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Answer {
+    /// `ok`, with the result decoded for the request's operation.
+    Ok(OpResult),
+    /// `error`, as the adapter sent it.
+    Error(ErrorBody),
+}
+
+/// An adapter that broke the protocol, or could not be run, on one request.
+#[derive(Debug, thiserror::Error)]
+#[error("adapter {adapter}: {op} (seq {seq}): {kind}{}", offending(.line, .kind))]
+pub struct ClientError {
+    /// The adapter's configured name.
+    pub adapter: String,
+    /// The request's operation (`handshake`, `setup`, ...).
+    pub op: &'static str,
+    /// The request's `seq`.
+    pub seq: u64,
+    /// The offending line, redacted, when there was one.
+    pub line: Option<String>,
+    /// What went wrong.
+    pub kind: ClientErrorKind,
+}
+
+fn offending(line: &Option<String>, kind: &ClientErrorKind) -> String {
+    let hint = match kind {
+        ClientErrorKind::NotProtocol(_) => format!(" ({STDOUT_HINT})"),
+        _ => String::new(),
+    };
+    match line {
+        Some(l) => format!("{hint}\n  the line: {}", shorten(l)),
+        None => hint,
+    }
+}
+
+fn shorten(line: &str) -> String {
+    let cut: String = line.chars().take(500).collect();
+    if cut.len() < line.len() { format!("{cut}...") } else { cut }
+}
+
+/// The kinds of [`ClientError`].
+#[derive(Debug, thiserror::Error)]
+pub enum ClientErrorKind {
+    /// The command could not be started.
+    #[error("{0}")]
+    Start(String),
+    /// The adapter exited (a status code, or closed stdout) mid-request.
+    #[error("the adapter {0} before it replied")]
+    Exited(String),
+    /// The adapter was killed by a signal mid-request.
+    #[error("the adapter crashed: it {0}")]
+    Crashed(String),
+    /// No reply within the time limit.
+    #[error("the adapter hung: {0}")]
+    Hung(String),
+    /// A reply over the protocol's 1 MiB.
+    #[error("{0}")]
+    TooLong(String),
+    /// A stdout line that is not a protocol reply (not JSON, or no `reply`).
+    #[error("wrote a line on stdout that is not a reply: {0}")]
+    NotProtocol(String),
+    /// A reply whose `seq` is not the request's.
+    #[error("the reply has seq {got}, not the request's {expected}: answer each request once, in order")]
+    WrongSeq {
+        /// The request's seq.
+        expected: u64,
+        /// The reply's.
+        got: String,
+    },
+    /// A reply (or result) with a field the protocol does not have.
+    #[error("{0}")]
+    UnknownField(String),
+    /// A reply with an unknown `reply`, error `kind` or result value.
+    #[error("{0}")]
+    UnknownKind(String),
+    /// A reply that is otherwise malformed (a missing field, a wrong type,
+    /// an instant not in the protocol's form).
+    #[error("{0}")]
+    Malformed(String),
+    /// The handshake found no version both sides speak.
+    #[error("no common protocol version: reapcheck speaks {offered:?}; {answer}")]
+    NoCommonVersion {
+        /// The versions offered.
+        offered: Vec<u32>,
+        /// What the adapter answered.
+        answer: String,
+    },
+    /// The handshake was answered with an error other than `unsupported`.
+    #[error("the handshake failed: {0}")]
+    Handshake(String),
+    /// Writing to or reading from the pipes failed.
+    #[error("{0}")]
+    Io(String),
+}
+
+/// A running adapter that is spoken to one request at a time.
+pub struct Client {
+    name: String,
+    process: AdapterProcess,
+    seq: u64,
+    timeout: Duration,
+    secrets: Vec<String>,
+    log: Vec<Exchange>,
+}
+
+impl Client {
+    /// Starts the adapter called `name` (its configured name) with `spawn`;
+    /// every request waits at most `timeout` for its reply.
+    ///
+    /// # Errors
+    ///
+    /// [`ClientErrorKind::Start`], as the error of request 1 (`handshake`).
+    pub fn start(name: &str, spawn: &Spawn, timeout: Duration) -> Result<Client, ClientError> {
+        let process = AdapterProcess::spawn(spawn).map_err(|e| ClientError {
+            adapter: name.to_owned(),
+            op: "handshake",
+            seq: 1,
+            line: None,
+            kind: ClientErrorKind::Start(e.to_string()),
+        })?;
+        Ok(Client { name: name.to_owned(), process, seq: 0, timeout, secrets: Vec::new(), log: Vec::new() })
+    }
+
+    /// The adapter's configured name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Hides `secret` (a database URL sent in `setup`) in every recorded
+    /// line and error.
+    pub fn hide(&mut self, secret: &str) {
+        if !secret.is_empty() && !self.secrets.iter().any(|s| s == secret) {
+            self.secrets.push(secret.to_owned());
+        }
+    }
+
+    /// `text` with credentials and the hidden secrets redacted.
+    pub fn redact(&self, text: &str) -> String {
+        hidden(&self.secrets, text)
+    }
+
+    /// The adapter's stderr tail.
+    pub fn stderr(&self) -> &StderrTail {
+        self.process.stderr()
+    }
+
+    /// The exchanges recorded since the last [`Client::take_log`].
+    pub fn take_log(&mut self) -> Vec<Exchange> {
+        std::mem::take(&mut self.log)
+    }
+
+    /// Sends `handshake` offering [`protocol::VERSIONS`]; the adapter's
+    /// identity, capabilities and policy.
+    ///
+    /// # Errors
+    ///
+    /// Any protocol error; [`ClientErrorKind::NoCommonVersion`] when the
+    /// adapter answers `unsupported` or picks a version not offered;
+    /// [`ClientErrorKind::Handshake`] for another error reply.
+    pub async fn handshake(&mut self) -> Result<HandshakeResult, ClientError> {
+        let offered = protocol::VERSIONS.to_vec();
+        let op = Op::Handshake(Handshake {
+            protocol_versions: offered.clone(),
+            reapcheck: env!("CARGO_PKG_VERSION").into(),
+        });
+        let (seq, adapter) = (self.seq + 1, self.name.clone());
+        let fail = |kind, line| ClientError { adapter: adapter.clone(), op: "handshake", seq, line, kind };
+        match self.request(op).await? {
+            Answer::Ok(OpResult::Handshake(h)) if offered.contains(&h.protocol_version) => Ok(h),
+            Answer::Ok(OpResult::Handshake(h)) => Err(fail(
+                ClientErrorKind::NoCommonVersion {
+                    offered,
+                    answer: format!("the adapter chose version {}, which was not offered", h.protocol_version),
+                },
+                None,
+            )),
+            Answer::Ok(other) => unreachable!("a handshake decodes as a handshake result, not {other:?}"),
+            Answer::Error(e) if e.kind == ErrorKind::Unsupported => Err(fail(
+                ClientErrorKind::NoCommonVersion { offered, answer: format!("the adapter said: {}", e.message) },
+                None,
+            )),
+            Answer::Error(e) => Err(fail(ClientErrorKind::Handshake(format!("{}: {}", e.kind, e.message)), None)),
+        }
+    }
+
+    /// Sends `op` as the next request and waits for its reply.
+    ///
+    /// # Errors
+    ///
+    /// Every protocol violation, an exit, a crash or a hang. The process
+    /// is unusable afterwards: the caller starts a new one.
+    pub async fn request(&mut self, op: Op) -> Result<Answer, ClientError> {
+        self.seq += 1;
+        let seq = self.seq;
+        let name = op.name();
+        let request = Request { seq, op };
+        let line = request.to_line();
+        self.log.push(Exchange { request: self.redact(&line), reply: None });
+        let error = |client: &Client, kind, line: Option<&str>| ClientError {
+            adapter: client.name.clone(),
+            op: name,
+            seq,
+            line: line.map(|l| client.redact(l)),
+            kind,
+        };
+        if let Err(e) = self.process.send(&line).await {
+            return Err(error(self, process_kind(e, self.timeout), None));
+        }
+        let reply = match self.process.receive(self.timeout).await {
+            Ok(reply) => reply,
+            Err(e) => return Err(error(self, process_kind(e, self.timeout), None)),
+        };
+        let shown = self.redact(&reply);
+        if let Some(last) = self.log.last_mut() {
+            last.reply = Some(shown);
+        }
+        decode(seq, &request.op, &reply).map_err(|kind| error(self, kind, Some(&reply)))
+    }
+
+    /// Closes the adapter: stdin closed, up to 2 s to exit, then killed.
+    pub async fn close(self) {
+        self.process.close().await;
+    }
+
+    /// Kills the adapter at once (after a failure); its stderr tail, with
+    /// the lines written before it died.
+    pub async fn kill(mut self) -> Vec<String> {
+        self.process.kill().await;
+        self.process.stderr().lines()
+    }
+}
+
+/// `text` with every credential redacted, and each of `secrets` (URLs)
+/// shown only in its redacted form, its password hidden even alone.
+fn hidden(secrets: &[String], text: &str) -> String {
+    secrets.iter().fold(redact::text(text), |t, s| redact::message(&t.replace(s.as_str(), &redact::url(s)), s))
+}
+
+/// A process failure as a client error kind.
+fn process_kind(e: ProcessError, timeout: Duration) -> ClientErrorKind {
+    match e {
+        ProcessError::Start { .. } => ClientErrorKind::Start(e.to_string()),
+        ProcessError::Ended(Some(status)) if status.code().is_none() => ClientErrorKind::Crashed(e.to_string()),
+        ProcessError::Ended(_) => ClientErrorKind::Exited(e.to_string()),
+        ProcessError::Timeout(_) => {
+            ClientErrorKind::Hung(format!("no reply within {} s (timeout_seconds); it was killed", timeout.as_secs()))
+        }
+        ProcessError::TooLong(_) => ClientErrorKind::TooLong(e.to_string()),
+        ProcessError::NotUtf8(_) => ClientErrorKind::NotProtocol(e.to_string()),
+        ProcessError::Io(_) => ClientErrorKind::Io(e.to_string()),
+    }
+}
+
+/// Decodes the reply `line` to request `seq` of `op`, strictly.
+fn decode(seq: u64, op: &Op, line: &str) -> Result<Answer, ClientErrorKind> {
+    let value: Value = serde_json::from_str(line).map_err(|e| ClientErrorKind::NotProtocol(e.to_string()))?;
+    let Some(object) = value.as_object().filter(|o| o.contains_key("reply") || o.contains_key("seq")) else {
+        return Err(ClientErrorKind::NotProtocol("it is JSON, but not an object with `seq` and `reply`".into()));
+    };
+    match object.get("seq") {
+        Some(Value::Number(n)) if n.as_u64() == Some(seq) => {}
+        Some(other) => return Err(ClientErrorKind::WrongSeq { expected: seq, got: other.to_string() }),
+        None => return Err(ClientErrorKind::Malformed("the reply has no `seq`: echo the request's".into())),
+    }
+    let reply = Reply::from_line(line).map_err(|e| classify(&e.to_string()))?;
+    match reply.body {
+        Body::Ok(ok) => OpResult::decode(op, ok.result)
+            .map(Answer::Ok)
+            .map_err(|e| classify(&format!("the `{}` result: {e}", op.name()))),
+        Body::Error(e) => Ok(Answer::Error(e)),
+    }
+}
+
+/// A serde message as its kind: an unknown field, an unknown variant, or
+/// anything else.
+fn classify(message: &str) -> ClientErrorKind {
+    if message.contains("unknown field") {
+        ClientErrorKind::UnknownField(message.to_owned())
+    } else if message.contains("unknown variant") {
+        ClientErrorKind::UnknownKind(message.to_owned())
+    } else {
+        ClientErrorKind::Malformed(message.to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::adapter::protocol::Empty;
+
+    fn read() -> Op {
+        Op::Read(Empty {})
+    }
+
+    #[test]
+    fn each_violation_is_its_own_kind() {
+        let cases: [(&str, fn(&ClientErrorKind) -> bool); 7] = [
+            ("starting worker...", |k| matches!(k, ClientErrorKind::NotProtocol(_))),
+            ("[1, 2]", |k| matches!(k, ClientErrorKind::NotProtocol(_))),
+            (r#"{"seq":2,"reply":"ok","result":{}}"#, |k| matches!(k, ClientErrorKind::WrongSeq { .. })),
+            (r#"{"seq":1,"reply":"ok","result":{},"x":1}"#, |k| matches!(k, ClientErrorKind::UnknownField(_))),
+            (r#"{"seq":1,"reply":"error","kind":"oops","message":"m"}"#, |k| {
+                matches!(k, ClientErrorKind::UnknownKind(_))
+            }),
+            (r#"{"seq":1,"reply":"ok","result":{"jobs":[],"leases":[],"hooks":[],"more":1}}"#, |k| {
+                matches!(k, ClientErrorKind::UnknownField(_))
+            }),
+            (r#"{"seq":1,"reply":"ok","result":{"jobs":[]}}"#, |k| matches!(k, ClientErrorKind::Malformed(_))),
+        ];
+        for (line, is) in cases {
+            let kind = decode(1, &read(), line).unwrap_err();
+            assert!(is(&kind), "{line}: {kind:?}");
+        }
+        let ok = decode(1, &read(), r#"{"seq":1,"reply":"ok","result":{"jobs":[],"leases":[],"hooks":[]}}"#);
+        assert!(matches!(ok, Ok(Answer::Ok(OpResult::Read(_)))), "{ok:?}");
+        let refused = decode(1, &read(), r#"{"seq":1,"reply":"error","kind":"refused","message":"no"}"#).unwrap();
+        assert!(matches!(refused, Answer::Error(ErrorBody { kind: ErrorKind::Refused, .. })));
+    }
+
+    #[test]
+    fn a_message_names_the_adapter_the_request_and_the_line_with_the_hint() {
+        let e = ClientError {
+            adapter: "saq".into(),
+            op: "setup",
+            seq: 2,
+            line: Some("hello".into()),
+            kind: decode(2, &read(), "hello").unwrap_err(),
+        };
+        let text = e.to_string();
+        assert!(text.starts_with("adapter saq: setup (seq 2): wrote a line on stdout that is not a reply"), "{text}");
+        assert!(text.contains(STDOUT_HINT) && text.contains("the line: hello"), "{text}");
+    }
+
+    fn sh(script: &str) -> Spawn {
+        Spawn {
+            command: vec!["sh".into(), "-c".into(), script.into()],
+            cwd: std::env::temp_dir(),
+            env: Vec::new(),
+            time_zone: "UTC".into(),
+        }
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_handshake_without_a_common_version_and_an_exit_are_their_own_kinds() {
+        let unsupported = r#"read l; echo '{"seq":1,"reply":"error","kind":"unsupported","message":"I speak 2"}'"#;
+        let mut c = Client::start("old", &sh(unsupported), Duration::from_secs(10)).unwrap();
+        let e = c.handshake().await.unwrap_err();
+        assert!(matches!(e.kind, ClientErrorKind::NoCommonVersion { .. }), "{e}");
+        assert!(e.to_string().contains("I speak 2"), "{e}");
+        c.kill().await;
+        let mut c = Client::start("gone", &sh("read l; exit 4"), Duration::from_secs(10)).unwrap();
+        let e = c.handshake().await.unwrap_err();
+        assert!(matches!(e.kind, ClientErrorKind::Exited(_)), "{e}");
+        assert!(e.to_string().starts_with("adapter gone: handshake (seq 1): the adapter exited with status 4"), "{e}");
+        let mut c = Client::start("crash", &sh("read l; kill -9 $$"), Duration::from_secs(10)).unwrap();
+        let e = c.handshake().await.unwrap_err();
+        assert!(matches!(e.kind, ClientErrorKind::Crashed(_)), "{e}");
+        let mut c = Client::start("hang", &sh("read l; sleep 30"), Duration::from_millis(300)).unwrap();
+        let e = c.request(read()).await.unwrap_err();
+        assert!(matches!(e.kind, ClientErrorKind::Hung(_)), "{e}");
+    }
+
+    #[test]
+    fn recorded_lines_hide_the_url() {
+        let secrets = ["postgres://u:s3cret@h/db".to_owned()];
+        let shown = hidden(&secrets, r#"{"url":"postgres://u:s3cret@h/db","echo":"s3cret"}"#);
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(shown.contains("postgres://u:***@h/db"), "{shown}");
+    }
+}

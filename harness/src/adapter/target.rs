@@ -1,0 +1,762 @@
+//! An adapter as a target of `reapcheck run`: each scenario is played as
+//! requests to the adapter (docs/adapter-protocol.md) and what its queue
+//! holds afterwards is judged against the reference model under the policy
+//! the adapter declares, with the same [`Verdict`] as a database target.
+//!
+//! One process serves scenario after scenario: it is handshaken once, and
+//! started again after any failed scenario and when the next scenario's
+//! `app_time_zone` differs (its `TZ`). Attempt labels are reapcheck's own,
+//! counted as the driver counts them (`<job>/<n>` by successful claims, or
+//! the step's `as`); the adapter's clocks are set after `setup` and after
+//! every `advance`, and a clock that did not move fails the scenario.
+//! After every scenario reapcheck drops its namespace itself on the
+//! adapter's database, with the builtin dialect's `drop_namespace`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::client::{Answer, Client, ClientError, ClientErrorKind, Exchange};
+use super::process::Spawn;
+use super::protocol::{
+    self, AttemptArgs, ClockArgs, Database, Empty, ErrorBody, ErrorKind, HandshakeResult, Op, OpResult, Setup,
+    SetupClass, SetupJob, SetupLease, SetupSettings,
+};
+use crate::backend::{Connection, Server};
+use crate::config::AdapterConfig;
+use crate::dialect::{Dialect, Profile, Source};
+use crate::feature;
+use crate::outcome::{ClaimResult, Outcome, Status, StepResult, WorkerResult};
+use crate::reach::{self, Reach};
+use crate::redact;
+use crate::runner::{self, ModelRun, Verdict};
+use crate::scenario::{AttemptRef, DEFAULT_REAPER, LoadedScenario, Scenario, Step};
+use crate::sql::namespace_script;
+use crate::target::Target;
+use crate::time::Instant;
+
+/// The time zone of a scenario without `app_time_zone`.
+pub const DEFAULT_TIME_ZONE: &str = "UTC";
+
+/// A running adapter and what its handshake said.
+struct Session {
+    client: Client,
+    handshake: HandshakeResult,
+    profile: Profile,
+    time_zone: String,
+}
+
+/// The adapter's database: its server (to drop namespaces on) and the
+/// builtin dialect of its target; `None` for SQLite, whose namespace is a
+/// file in the project root.
+struct Store {
+    server: Server,
+    dialect: Dialect,
+}
+
+/// An adapter target, ready to play scenarios.
+pub struct AdapterTarget {
+    config: AdapterConfig,
+    root: PathBuf,
+    url: Option<String>,
+    store: Option<Store>,
+    session: Option<Session>,
+    /// The last handshake's line (`saq 0.22.5, saq-adapter 1.0.0, over postgres`).
+    label: String,
+    /// The stderr tail of the last process that failed to start.
+    last_tail: Vec<String>,
+}
+
+/// Why a scenario stopped before its read.
+enum Stop {
+    /// Not judged: why (`unsupported`).
+    Skip(String),
+    /// Failed: why; the process is still answering.
+    Fail(String),
+    /// The adapter broke the protocol, exited, crashed or hung.
+    Broken(ClientError),
+}
+
+impl From<ClientError> for Stop {
+    fn from(e: ClientError) -> Stop {
+        Stop::Broken(e)
+    }
+}
+
+impl AdapterTarget {
+    /// Reaches the adapter's database (its URL from
+    /// `REAPCHECK_<TARGET>_URL`; nothing for SQLite), sweeps the namespaces
+    /// earlier runs left there, starts the adapter in `root` (the folder of
+    /// `reapcheck.toml`) and handshakes it.
+    ///
+    /// # Errors
+    ///
+    /// Why the target cannot run, one line (no password in it): the
+    /// database is not configured or not reachable, the adapter cannot
+    /// start, or its handshake failed.
+    pub async fn open(config: &AdapterConfig, root: &Path) -> Result<AdapterTarget, String> {
+        let database = config.database;
+        let (url, store) = if database == Target::Sqlite {
+            (None, None)
+        } else {
+            let variable = database.url_variable();
+            let Some(url) = std::env::var(&variable).ok().filter(|u| !u.trim().is_empty()) else {
+                return Err(format!("adapter {} uses {database}, but {variable} is not set", config.name));
+            };
+            let server = match reach::reach(database).await {
+                Reach::Ready(server, _) => server,
+                other => return Err(format!("adapter {}'s database: {}", config.name, other.reason())),
+            };
+            let dialect = Dialect::load(&Source::Embedded, database.dialect())
+                .map_err(|e| format!("the builtin {} dialect does not load: {}", database.dialect(), e[0]))?;
+            let swept = runner::sweep(&server, &dialect).await;
+            swept.errors.iter().for_each(|e| eprintln!("warning: {database}: {e}"));
+            (Some(url), Some(Store { server, dialect }))
+        };
+        let mut target = AdapterTarget {
+            config: config.clone(),
+            root: root.to_owned(),
+            url,
+            store,
+            session: None,
+            label: String::new(),
+            last_tail: Vec::new(),
+        };
+        if let Err(e) = target.start(DEFAULT_TIME_ZONE).await {
+            let why = target.with_stderr(e.to_string(), None);
+            target.close().await;
+            return Err(why);
+        }
+        Ok(target)
+    }
+
+    /// The target's name, `adapter:<name>`.
+    pub fn name(&self) -> String {
+        self.config.target_name()
+    }
+
+    /// What the adapter said it is, for result lines:
+    /// `saq 0.22.5, saq-adapter 1.0.0, over postgres`.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// The handshake's profile in words, when it declares anything (the
+    /// run's opening line for this target).
+    pub fn describe_policy(&self) -> Option<String> {
+        let session = self.session.as_ref()?;
+        let policy = &session.profile.policy;
+        let absent: Vec<&str> =
+            feature::Feature::ALL.iter().filter(|f| !session.profile.has(**f)).map(|f| f.as_str()).collect();
+        let mut parts = Vec::new();
+        if !policy.is_reference() {
+            parts.push(format!("policy: {policy}"));
+        }
+        if !absent.is_empty() {
+            parts.push(format!("declares no {}", absent.join(", ")));
+        }
+        if !session.handshake.capabilities.split_reap {
+            parts.push("no split_reap".to_owned());
+        }
+        (!parts.is_empty()).then(|| format!("{} ({}): {}", self.name(), self.label, parts.join("; ")))
+    }
+
+    /// Starts a new adapter process with `TZ=time_zone` and handshakes it.
+    async fn start(&mut self, time_zone: &str) -> Result<(), ClientError> {
+        if let Some(old) = self.session.take() {
+            old.client.close().await;
+        }
+        let spawn = Spawn {
+            command: self.config.command.clone(),
+            cwd: self.root.clone(),
+            env: self.config.env.clone(),
+            time_zone: time_zone.to_owned(),
+        };
+        let mut client = Client::start(&self.config.name, &spawn, self.config.timeout)?;
+        if let Some(url) = &self.url {
+            client.hide(url);
+        }
+        let handshake = match client.handshake().await {
+            Ok(h) => h,
+            Err(e) => {
+                self.last_tail = client.kill().await;
+                return Err(e);
+            }
+        };
+        let policy = match handshake.policy() {
+            Ok(p) => p,
+            Err(e) => {
+                self.last_tail = client.kill().await;
+                return Err(ClientError {
+                    adapter: self.config.name.clone(),
+                    op: "handshake",
+                    seq: 1,
+                    line: None,
+                    kind: ClientErrorKind::Handshake(format!("its `policy` is not valid: {}", e.message)),
+                });
+            }
+        };
+        let profile = Profile {
+            features: handshake.capabilities.features.iter().copied().collect(),
+            policy,
+            ..Profile::default()
+        };
+        self.label = format!(
+            "{} {}, {} {}, over {}",
+            handshake.queue.name,
+            handshake.queue.version,
+            handshake.adapter.name,
+            handshake.adapter.version,
+            self.config.database
+        );
+        self.session = Some(Session { client, handshake, profile, time_zone: time_zone.to_owned() });
+        Ok(())
+    }
+
+    /// `message` followed by the adapter's stderr tail, when it has one.
+    fn with_stderr(&self, message: String, tail: Option<Vec<String>>) -> String {
+        let tail = tail.unwrap_or_else(|| {
+            self.session.as_ref().map(|s| s.client.stderr().lines()).unwrap_or_else(|| self.last_tail.clone())
+        });
+        if tail.is_empty() {
+            return message;
+        }
+        let lines: String = tail.iter().map(|l| format!("\n  {}", self.redact(l))).collect();
+        format!("{message}\nthe adapter's stderr (last {} lines):{lines}", tail.len())
+    }
+
+    fn redact(&self, text: &str) -> String {
+        match &self.url {
+            Some(url) => redact::message(text, url),
+            None => redact::text(text),
+        }
+    }
+
+    /// Plays `scenario` through the adapter and judges it against the
+    /// model (`model`: the reference model's run of it, `None` when the
+    /// model panicked). The namespace is dropped afterwards whatever
+    /// happened; after a failure the process is started again for the
+    /// next scenario.
+    pub async fn check(&mut self, scenario: &LoadedScenario, model: Option<&ModelRun>) -> Verdict {
+        let Some(model) = model else {
+            return Verdict::Fail("not run: the model panicked on this scenario".to_owned());
+        };
+        let time_zone = scenario.scenario.app_time_zone.as_ref().map_or(DEFAULT_TIME_ZONE, |z| z.as_str()).to_owned();
+        let restart = self.session.as_ref().is_none_or(|s| s.time_zone != time_zone);
+        if restart && let Err(e) = self.start(&time_zone).await {
+            return Verdict::Fail(self.with_stderr(format!("the adapter did not start: {e}"), None));
+        }
+        let Some(session) = self.session.as_mut() else {
+            return Verdict::Fail("the adapter did not start".to_owned());
+        };
+        session.client.stderr().clear();
+        session.client.take_log();
+        if let Some(reason) = skip_reason(scenario, session, &model.outcome) {
+            return Verdict::Skipped(reason);
+        }
+        let namespace = crate::namespace::fresh();
+        let profile = session.profile.clone();
+        let adapter = session.handshake.adapter.name.clone();
+        let model_outcome = runner::model_outcome(&scenario.scenario, &profile).await;
+        let database =
+            self.url.as_ref().map(|url| Database { target: self.config.database.name().to_owned(), url: url.clone() });
+        let mut play = Play::new(&scenario.scenario, &mut session.client, &profile);
+        let played = play.run(&scenario.name, &namespace, database, &time_zone).await;
+        let marks = std::mem::take(&mut play.marks);
+        let steps = play.steps.clone();
+        let alive = !matches!(played, Err(Stop::Broken(_)));
+        if alive && !matches!(played, Ok(_)) {
+            // The scenario stopped early: the adapter still closes what it made.
+            let _ = session.client.request(Op::Teardown(Empty {})).await;
+        }
+        let log = session.client.take_log();
+        let failed = !matches!(played, Ok(_) | Err(Stop::Skip(_)));
+        let tail = match (failed, self.session.take()) {
+            // A failed scenario's process is not trusted again: killed now,
+            // started anew for the next scenario.
+            (true, Some(s)) => s.client.kill().await,
+            (false, Some(s)) => {
+                let tail = s.client.stderr().lines();
+                self.session = Some(s);
+                tail
+            }
+            (_, None) => Vec::new(),
+        };
+        let dropped = self.drop_namespace(&namespace).await;
+        let verdict = match played {
+            Err(Stop::Skip(reason)) => Verdict::Skipped(format!("{adapter}: {reason}")),
+            Err(Stop::Fail(why)) => Verdict::Fail(why),
+            Err(Stop::Broken(e)) => Verdict::Fail(e.to_string()),
+            Ok(outcome) => self.judge(scenario, &adapter, &profile, outcome, &model_outcome),
+        };
+        let verdict = match (verdict, dropped) {
+            (Verdict::Fail(why), _) => {
+                let first = first_parting(&steps, &model_outcome.steps);
+                let trace = trace(&log, &marks, first);
+                Verdict::Fail(self.with_stderr(format!("{why}\n{trace}"), Some(tail)))
+            }
+            (v, Ok(())) => v,
+            (Verdict::Skipped(r), Err(_)) => Verdict::Skipped(r),
+            (_, Err(e)) => Verdict::Fail(format!("the run passed but its namespace {namespace} was not dropped: {e}")),
+        };
+        if verdict.is_failure()
+            && let Some(s) = self.session.take()
+        {
+            s.client.kill().await;
+        }
+        verdict
+    }
+
+    /// The adapter's outcome against the model's under its profile.
+    fn judge(
+        &self,
+        scenario: &LoadedScenario,
+        adapter: &str,
+        profile: &Profile,
+        outcome: Outcome,
+        model: &Outcome,
+    ) -> Verdict {
+        let expected = runner::compared_document(model.clone(), profile);
+        let actual = runner::compared_document(outcome, profile);
+        let label = if profile.is_reference() { "model".to_owned() } else { format!("model under {adapter}'s policy") };
+        let _ = scenario;
+        match crate::diff::render(&label, &expected, &self.name(), &actual) {
+            None => Verdict::Ok,
+            Some(d) => Verdict::Fail(format!("{} disagrees with the {label}\n{d}", self.name())),
+        }
+    }
+
+    /// Drops `namespace` on the adapter's database when it is still there
+    /// (the adapter's `teardown` may have dropped it); on SQLite removes
+    /// `<namespace>.db` (and its `-wal`, `-shm`, `-journal`) from the root.
+    async fn drop_namespace(&self, namespace: &str) -> Result<(), String> {
+        let Some(store) = &self.store else {
+            for suffix in [".db", ".db-wal", ".db-shm", ".db-journal"] {
+                let file = self.root.join(format!("{namespace}{suffix}"));
+                match std::fs::remove_file(&file) {
+                    Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                        return Err(format!("cannot remove {}: {e}", file.display()));
+                    }
+                    _ => {}
+                }
+            }
+            return Ok(());
+        };
+        let names = store.server.namespaces().await.map_err(|e| self.redact(&e.to_string()))?;
+        if !names.iter().any(|n| n == namespace) {
+            return Ok(());
+        }
+        let mut conn = store.server.open().await.map_err(|e| self.redact(&e.to_string()))?;
+        let dropped = namespace_script(&mut conn, &store.dialect, "drop_namespace", namespace).await;
+        Connection::close(conn).await;
+        dropped.map_err(|e| self.redact(&e.to_string()))
+    }
+
+    /// Closes the adapter (stdin closed, up to 2 s, then killed) and the
+    /// database's server.
+    pub async fn close(mut self) {
+        if let Some(s) = self.session.take() {
+            s.client.close().await;
+        }
+        if let Some(store) = self.store.take() {
+            store.server.close().await;
+        }
+    }
+}
+
+/// Why `scenario` is not judged through this adapter: a feature it needs
+/// that the handshake does not declare, a policy that cannot judge it, or
+/// `scan`/`apply` steps without `split_reap`.
+fn skip_reason(scenario: &LoadedScenario, session: &Session, model: &Outcome) -> Option<String> {
+    let name = &session.handshake.adapter.name;
+    if let Some(why) = session.profile.policy.unjudgeable(&scenario.scenario) {
+        return Some(format!("{name} {why}"));
+    }
+    if let Some(absent) = feature::needed(&scenario.scenario, model).into_iter().find(|f| !session.profile.has(*f)) {
+        return Some(format!("{name} declares no {absent}"));
+    }
+    let split = scenario.scenario.steps.iter().any(|s| matches!(s.value(), Step::Scan(_) | Step::Apply(_)));
+    if split && !session.handshake.capabilities.split_reap {
+        return Some(format!("{name} declares no split_reap"));
+    }
+    None
+}
+
+/// One scenario's requests, with the driver's bookkeeping of clocks and
+/// attempt labels.
+struct Play<'a> {
+    scenario: &'a Scenario,
+    client: &'a mut Client,
+    profile: &'a Profile,
+    now: Instant,
+    /// Each job's latest live attempt label.
+    latest: BTreeMap<String, String>,
+    /// Successful claims of each job so far.
+    claims: BTreeMap<String, u64>,
+    /// The step results so far.
+    steps: Vec<Option<StepResult>>,
+    /// How many exchanges the log held when each step started.
+    marks: Vec<usize>,
+    sent: usize,
+}
+
+impl<'a> Play<'a> {
+    fn new(scenario: &'a Scenario, client: &'a mut Client, profile: &'a Profile) -> Play<'a> {
+        Play {
+            scenario,
+            client,
+            profile,
+            now: scenario.now,
+            latest: BTreeMap::new(),
+            claims: BTreeMap::new(),
+            steps: Vec::new(),
+            marks: Vec::new(),
+            sent: 0,
+        }
+    }
+
+    async fn run(
+        &mut self,
+        name: &str,
+        namespace: &str,
+        database: Option<Database>,
+        time_zone: &str,
+    ) -> Result<Outcome, Stop> {
+        let setup = self.setup(name, namespace, database, time_zone)?;
+        // A processing row was claimed by its attempt 1, as the driver counts.
+        for job in setup.jobs.iter().filter(|j| j.status == Status::Processing) {
+            self.claims.insert(job.id.clone(), 1);
+            self.latest.insert(job.id.clone(), format!("{}/1", job.id));
+        }
+        self.expect_empty(Op::Setup(setup)).await?;
+        self.clock().await?;
+        for step in &self.scenario.steps {
+            self.marks.push(self.sent);
+            let result = self.step(step.value()).await?;
+            self.steps.push(result);
+        }
+        self.marks.push(self.sent);
+        let read = match self.request(Op::Read(Empty {})).await? {
+            Answer::Ok(OpResult::Read(r)) => r,
+            Answer::Ok(other) => unreachable!("a read decodes as a read, not {other:?}"),
+            Answer::Error(e) => return Err(error_stop("read", e)),
+        };
+        let outcome = read
+            .to_outcome(self.now, &self.profile.policy, self.steps.clone())
+            .map_err(|e| Stop::Fail(format!("the `read` cannot be judged: {e}")))?;
+        self.expect_empty(Op::Teardown(Empty {})).await?;
+        Ok(outcome)
+    }
+
+    async fn request(&mut self, op: Op) -> Result<Answer, ClientError> {
+        self.sent += 1;
+        self.client.request(op).await
+    }
+
+    /// A request whose `ok` result is `{}`; any error reply stops the scenario.
+    async fn expect_empty(&mut self, op: Op) -> Result<(), Stop> {
+        let name = op.name();
+        match self.request(op).await? {
+            Answer::Ok(_) => Ok(()),
+            Answer::Error(e) => Err(error_stop(name, e)),
+        }
+    }
+
+    /// The `setup` request: the scenario's rows as the driver inserts them.
+    fn setup(&self, name: &str, namespace: &str, database: Option<Database>, zone: &str) -> Result<Setup, Stop> {
+        let s = self.scenario;
+        let now = s.now;
+        let out_of_range = |what: &str| Stop::Fail(format!("the scenario's {what} leaves the time range"));
+        let mut jobs = Vec::new();
+        for job in &s.jobs {
+            let class = &s.classes[job.class.as_str()];
+            for id in job.ids() {
+                let processing = job.status == Status::Processing;
+                let claim_timeout = match job.claim_timeout {
+                    Some(explicit) => explicit,
+                    None => processing.then_some(class.timeout),
+                };
+                let heartbeat_at = match &job.heartbeat {
+                    Some(t) => Some(t.checked_resolve(now).ok_or_else(|| out_of_range("heartbeat"))?),
+                    None => None,
+                };
+                jobs.push(SetupJob {
+                    id: id.clone(),
+                    class: job.class.to_string(),
+                    queue: job.queue.to_string(),
+                    status: job.status,
+                    attempts: job.attempts,
+                    max_retries: job.max_retries.unwrap_or(class.max_retries),
+                    claim_timeout,
+                    claim_token: processing.then(|| format!("{id}/1")),
+                    concurrency_key: job.concurrency_key.clone(),
+                    heartbeat_at,
+                    run_at: job.run_at.checked_resolve(now).ok_or_else(|| out_of_range("run_at"))?,
+                    updated_at: job.claimed.checked_resolve(now).ok_or_else(|| out_of_range("claimed"))?,
+                });
+            }
+        }
+        let leases = s
+            .leases
+            .iter()
+            .map(|l| {
+                let expires_at = l.expires.checked_resolve(now).ok_or_else(|| out_of_range("expires"))?;
+                Ok(SetupLease { name: l.name.to_string(), owner: l.owner.clone(), expires_at })
+            })
+            .collect::<Result<Vec<_>, Stop>>()?;
+        let classes = s
+            .classes
+            .iter()
+            .map(|(n, c)| {
+                let class = SetupClass {
+                    timeout: c.timeout,
+                    idempotent: c.idempotent,
+                    heartbeat_grace: c.heartbeat_grace,
+                    max_retries: c.max_retries,
+                    base_delay: c.base_delay,
+                    max_delay: c.max_delay,
+                    exclusive: c.exclusive,
+                    concurrency_key: c.concurrency_key.clone(),
+                    loadable: c.loadable,
+                };
+                (n.clone(), class)
+            })
+            .collect();
+        Ok(Setup {
+            scenario: name.to_owned(),
+            namespace: namespace.to_owned(),
+            database,
+            now,
+            app_time_zone: zone.to_owned(),
+            session_time_zone: s.session_time_zone.as_ref().map(|z| z.to_string()),
+            schema: s.schema,
+            settings: SetupSettings { heartbeat_grace: s.settings.heartbeat_grace },
+            classes,
+            jobs,
+            leases,
+        })
+    }
+
+    /// `clock` at the current instant; the reply must read it back.
+    async fn clock(&mut self) -> Result<(), Stop> {
+        let now = self.now;
+        let reply = match self.request(Op::Clock(ClockArgs { now })).await? {
+            Answer::Ok(OpResult::Clock(c)) => c,
+            Answer::Ok(other) => unreachable!("a clock decodes as a clock, not {other:?}"),
+            Answer::Error(e) => return Err(error_stop("clock", e)),
+        };
+        let wanted = protocol::instant::format(now);
+        if reply.app != now {
+            let app = protocol::instant::format(reply.app);
+            return Err(Stop::Fail(format!(
+                "the clock did not move: `clock` asked for {wanted}, the app clock reads {app}"
+            )));
+        }
+        if let Some(db) = reply.database.filter(|d| *d != now) {
+            let db = protocol::instant::format(db);
+            return Err(Stop::Fail(format!(
+                "the clock did not move: `clock` asked for {wanted}, the database clock reads {db}"
+            )));
+        }
+        Ok(())
+    }
+
+    async fn step(&mut self, step: &Step) -> Result<Option<StepResult>, Stop> {
+        Ok(Some(match step {
+            Step::Advance(d) => {
+                self.now =
+                    self.now.checked_add(*d).ok_or_else(|| Stop::Fail("the clock leaves the time range".into()))?;
+                self.clock().await?;
+                return Ok(None);
+            }
+            Step::Set(s) => {
+                self.expect_empty(Op::Set(protocol::SetArgs { heartbeat_grace: s.heartbeat_grace })).await?;
+                return Ok(None);
+            }
+            Step::Reap(a) => {
+                let op = Op::Reap(protocol::ReapArgs { timeout: a.timeout, queues: queues(a.queues.as_ref()) });
+                StepResult::Reap(self.changed(op).await?)
+            }
+            Step::Scan(a) => {
+                let reaper = a.reaper.clone().unwrap_or_else(|| DEFAULT_REAPER.to_owned());
+                let op = Op::Scan(protocol::ScanArgs { reaper, timeout: a.timeout, queues: queues(a.queues.as_ref()) });
+                match self.request(op).await? {
+                    Answer::Ok(OpResult::Scan(s)) => StepResult::Scan(s.candidates),
+                    Answer::Ok(other) => unreachable!("a scan decodes as a scan, not {other:?}"),
+                    Answer::Error(e) if e.kind == ErrorKind::Refused => StepResult::Scan(Vec::new()),
+                    Answer::Error(e) => return Err(error_stop("scan", e)),
+                }
+            }
+            Step::Apply(a) => {
+                let reaper = a.reaper.clone().unwrap_or_else(|| DEFAULT_REAPER.to_owned());
+                StepResult::Apply(self.changed(Op::Apply(protocol::ApplyArgs { reaper })).await?)
+            }
+            Step::Claim(c) => {
+                StepResult::Claim(self.claim(c.job.as_str(), c.label.as_ref().map(|l| l.to_string())).await?)
+            }
+            Step::Heartbeat(r) => {
+                let Some(args) = self.attempt(r) else { return Ok(Some(StepResult::Heartbeat(WorkerResult::Fenced))) };
+                match self.request(Op::Heartbeat(args)).await? {
+                    Answer::Ok(OpResult::Heartbeat(h)) => StepResult::Heartbeat(h.result),
+                    Answer::Ok(other) => unreachable!("a heartbeat decodes as a heartbeat, not {other:?}"),
+                    Answer::Error(e) if e.kind == ErrorKind::Refused => StepResult::Heartbeat(WorkerResult::Fenced),
+                    Answer::Error(e) => return Err(error_stop("heartbeat", e)),
+                }
+            }
+            Step::Complete(r) => {
+                let (result, lost) = self.finish(r, Op::Complete).await?;
+                StepResult::Complete(result, lost)
+            }
+            Step::Fail(r) => {
+                let (result, lost) = self.finish(r, Op::Fail).await?;
+                StepResult::Fail(result, lost)
+            }
+        }))
+    }
+
+    /// A `reap` or `apply`: the rows changed (0 when refused).
+    async fn changed(&mut self, op: Op) -> Result<u64, Stop> {
+        let name = op.name();
+        match self.request(op).await? {
+            Answer::Ok(OpResult::Reap(c) | OpResult::Apply(c)) => Ok(c.changed),
+            Answer::Ok(other) => unreachable!("a {name} decodes as a count, not {other:?}"),
+            Answer::Error(e) if e.kind == ErrorKind::Refused => Ok(0),
+            Answer::Error(e) => Err(error_stop(name, e)),
+        }
+    }
+
+    /// A claim with the label the driver would give it.
+    async fn claim(&mut self, id: &str, label: Option<String>) -> Result<ClaimResult, Stop> {
+        let number = self.claims.get(id).copied().unwrap_or(0) + 1;
+        let token = label.unwrap_or_else(|| format!("{id}/{number}"));
+        let args = AttemptArgs { job: id.to_owned(), token: token.clone() };
+        let result = match self.request(Op::Claim(args)).await? {
+            Answer::Ok(OpResult::Claim(c)) => c.result,
+            Answer::Ok(other) => unreachable!("a claim decodes as a claim, not {other:?}"),
+            Answer::Error(e) if e.kind == ErrorKind::Refused => ClaimResult::NotClaimable,
+            Answer::Error(e) => return Err(error_stop("claim", e)),
+        };
+        if result == ClaimResult::Claimed {
+            self.claims.insert(id.to_owned(), number);
+            self.latest.insert(id.to_owned(), token);
+        }
+        Ok(result)
+    }
+
+    /// The attempt a worker step acts as: the named one, else the job's
+    /// latest; `None` when no label is known (answered `fenced` at once).
+    fn attempt(&self, r: &AttemptRef) -> Option<AttemptArgs> {
+        let token = match &r.attempt {
+            Some(a) => Some(a.to_string()),
+            None => self.latest.get(r.job.as_str()).cloned(),
+        }?;
+        Some(AttemptArgs { job: r.job.to_string(), token })
+    }
+
+    async fn finish(&mut self, r: &AttemptRef, op: fn(AttemptArgs) -> Op) -> Result<(WorkerResult, bool), Stop> {
+        let Some(args) = self.attempt(r) else { return Ok((WorkerResult::Fenced, false)) };
+        let op = op(args);
+        let name = op.name();
+        match self.request(op).await? {
+            Answer::Ok(OpResult::Complete(f) | OpResult::Fail(f)) => Ok((f.result, f.lease_lost)),
+            Answer::Ok(other) => unreachable!("a {name} decodes as a finish, not {other:?}"),
+            Answer::Error(e) if e.kind == ErrorKind::Refused => Ok((WorkerResult::Fenced, false)),
+            Answer::Error(e) => Err(error_stop(name, e)),
+        }
+    }
+}
+
+fn queues(queues: Option<&Vec<crate::scenario::Located<String>>>) -> Option<Vec<String>> {
+    queues.map(|q| q.iter().map(|s| s.to_string()).collect())
+}
+
+/// What an error reply to `op` (one that has no no-op result) does to the
+/// scenario: `unsupported` skips it; the others fail it.
+fn error_stop(op: &str, e: ErrorBody) -> Stop {
+    match e.kind {
+        ErrorKind::Unsupported => Stop::Skip(e.message),
+        ErrorKind::Refused => Stop::Fail(format!("`{op}` was refused: {}", e.message)),
+        ErrorKind::Indefinite => Stop::Fail(format!(
+            "`{op}` may or may not have happened (indefinite), so it cannot be judged: {}",
+            e.message
+        )),
+        ErrorKind::Exception => match e.traceback {
+            Some(t) => Stop::Fail(format!("`{op}` raised: {}\n{}", e.message, t.trim_end())),
+            None => Stop::Fail(format!("`{op}` raised: {}", e.message)),
+        },
+    }
+}
+
+/// The index of the first step whose result differs between the adapter
+/// (`ours`, possibly cut short) and the model.
+fn first_parting(ours: &[Option<StepResult>], model: &[Option<StepResult>]) -> Option<usize> {
+    ours.iter().zip(model).position(|(a, b)| a != b)
+}
+
+/// The exchanges up to and including step `first` (`marks[i]`: the log's
+/// length when step `i` started), or all of them when no step parted.
+fn trace(log: &[Exchange], marks: &[usize], first: Option<usize>) -> String {
+    let end = first.and_then(|i| marks.get(i + 1)).copied().unwrap_or(log.len()).min(log.len());
+    let shown = match first {
+        Some(i) => {
+            format!("the requests and replies up to step {} (the first where the adapter and the model part):", i + 1)
+        }
+        None => "the requests and replies:".to_owned(),
+    };
+    let mut out = shown;
+    for e in &log[..end] {
+        out.push_str(&format!("\n  > {}", e.request));
+        match &e.reply {
+            Some(r) => out.push_str(&format!("\n  < {r}")),
+            None => out.push_str("\n  < (no reply)"),
+        }
+    }
+    if end < log.len() {
+        out.push_str(&format!("\n  ({} more exchanges)", log.len() - end));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exchange(n: usize) -> Exchange {
+        Exchange { request: format!("req{n}"), reply: Some(format!("rep{n}")) }
+    }
+
+    #[test]
+    fn the_trace_stops_at_the_first_step_that_parts() {
+        let log: Vec<Exchange> = (0..6).map(exchange).collect();
+        // setup + clock, then steps starting at exchanges 2, 3 and 5.
+        let marks = [2, 3, 5, 6];
+        let t = trace(&log, &marks, Some(1));
+        assert!(t.contains("up to step 2") && t.contains("req4") && !t.contains("req5"), "{t}");
+        assert!(t.ends_with("(1 more exchanges)"), "{t}");
+        let all = trace(&log, &marks, None);
+        assert!(all.contains("req5") && !all.contains("more exchanges"), "{all}");
+        let cut = trace(&log[..3], &marks, Some(0));
+        assert!(cut.contains("req2"), "{cut}");
+    }
+
+    #[test]
+    fn steps_part_where_results_differ() {
+        let a = [Some(StepResult::Reap(1)), None, Some(StepResult::Claim(ClaimResult::Claimed))];
+        let b = [Some(StepResult::Reap(1)), None, Some(StepResult::Claim(ClaimResult::NotClaimable))];
+        assert_eq!(first_parting(&a, &b), Some(2));
+        assert_eq!(first_parting(&a[..2], &b), None);
+    }
+
+    #[test]
+    fn error_replies_skip_or_fail() {
+        let body = |kind, traceback: Option<&str>| ErrorBody {
+            kind,
+            message: "m".into(),
+            traceback: traceback.map(Into::into),
+        };
+        assert!(matches!(error_stop("reap", body(ErrorKind::Unsupported, None)), Stop::Skip(m) if m == "m"));
+        let Stop::Fail(f) = error_stop("reap", body(ErrorKind::Exception, Some("Traceback\n  line"))) else { panic!() };
+        assert_eq!(f, "`reap` raised: m\nTraceback\n  line");
+        let Stop::Fail(f) = error_stop("claim", body(ErrorKind::Indefinite, None)) else { panic!() };
+        assert!(f.contains("cannot be judged"), "{f}");
+    }
+}
