@@ -11,7 +11,7 @@ import json, os, subprocess, sys, time
 import psycopg
 
 URL = os.environ.get("REAPCHECK_POSTGRES_URL", "postgres://postgres@127.0.0.1:5432/test")
-NS = f"rc_smoke_{os.getpid()}"
+NS = f"saq_smoke_{os.getpid()}"
 T0 = "2026-01-15T12:00:00.000000Z"
 CLS = {"timeout": 3600, "idempotent": True, "heartbeat_grace": None, "max_retries": 3, "base_delay": 2,
        "max_delay": 3600, "exclusive": False, "concurrency_key": None, "loadable": True}
