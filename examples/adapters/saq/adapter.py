@@ -8,7 +8,7 @@ heartbeat is `job.update()` (SAQ's documented heartbeat), `complete`/`fail`
 let that same `Worker.process()` call finish or raise, and `reap` is
 `PostgresQueue.sweep()`. See README.md for the mapping and the policy.
 """
-import asyncio, json, logging, math, sys, time, traceback, zlib
+import asyncio, itertools, json, logging, math, sys, time, traceback, zlib
 from datetime import datetime, timedelta, timezone
 from importlib.metadata import version
 
@@ -136,31 +136,42 @@ class Scenario:
         self.grace_app = self.req["settings"]["heartbeat_grace"]
         await self.open()
         await self.sweeper("default")
-        for j in sorted(self.req["jobs"], key=lambda j: j["updated_at"]):
-            cls, status = self.req["classes"][j["class"]], j["status"]
-            processing = status == "processing"
-            set_clock(parse(j["updated_at"]))
-            timeout = (j["claim_timeout"] or 0) if processing else cls["timeout"]
-            q = await self.queue(j["id"])
-            job = Job(function=j["class"], key=j["id"], timeout=max(timeout, 0), heartbeat=max(self.grace(j["class"]), 0),
-                      retries=j["max_retries"], ttl=0, retry_delay=1e-6, priority=self.priority[j["id"]],
-                      attempts=j["attempts"] - (1 if processing else 0),
-                      scheduled=0 if processing else math.ceil(to_epoch(parse(j["run_at"]))))
-            await q.enqueue(job)
-            if processing:  # claimed by its attempt at `updated_at`, through SAQ's worker
-                attempt = await self.claim(j["id"], j["claim_token"])
-                assert attempt is not None, f"setup could not claim {j['id']}"
-                run_at = math.ceil(to_epoch(parse(j["run_at"])))
-                if run_at != attempt.job.scheduled:  # the enqueue wrote the claim time
-                    await attempt.job.update(scheduled=run_at)
-                if j["heartbeat_at"]:
-                    set_clock(parse(j["heartbeat_at"]))
-                    await attempt.job.update()
-            elif status != "pending":  # a state SAQ's update() writes, with no completion stamp
-                saq_status = {"completed": Status.COMPLETE, "failed": Status.FAILED,
-                              "interrupted": Status.ABORTED}[status]
-                await q.update(job, status=saq_status, error="interrupted" if status == "interrupted" else None)
+        # Rows are independent, so the rows of one instant are written together
+        # (at most 8 at a time); the clock moves between instants only.
+        gate = asyncio.Semaphore(8)
+
+        async def gated(coro):
+            async with gate:
+                return await coro
+        for field, write in (("updated_at", self.place), ("heartbeat_at", self.beat)):
+            rows = sorted((j for j in self.req["jobs"] if j[field]), key=lambda j: j[field])
+            for instant, group in itertools.groupby(rows, key=lambda j: j[field]):
+                set_clock(parse(instant))
+                await asyncio.gather(*(gated(write(j)) for j in group))
         set_clock(parse(self.req["now"]))
+
+    async def place(self, j):
+        """Enqueues row `j` at its `updated_at`; claims a processing row there."""
+        cls, status = self.req["classes"][j["class"]], j["status"]
+        processing, run_at = status == "processing", math.ceil(to_epoch(parse(j["run_at"])))
+        timeout = (j["claim_timeout"] or 0) if processing else cls["timeout"]
+        q = await self.queue(j["id"])
+        job = Job(function=j["class"], key=j["id"], timeout=max(timeout, 0), heartbeat=max(self.grace(j["class"]), 0),
+                  retries=j["max_retries"], ttl=0, retry_delay=1e-6, priority=self.priority[j["id"]],
+                  attempts=j["attempts"] - (1 if processing else 0), scheduled=0 if processing else run_at)
+        await q.enqueue(job)
+        if processing:  # claimed by its attempt through SAQ's worker (due at once: scheduled 0)
+            attempt = await self.claim(j["id"], j["claim_token"])
+            assert attempt is not None, f"setup could not claim {j['id']}"
+            await attempt.job.update(scheduled=run_at)  # the row's own run_at, as SAQ's update writes it
+        elif status != "pending":  # a state SAQ's update() writes, with no completion stamp
+            saq_status = {"completed": Status.COMPLETE, "failed": Status.FAILED, "interrupted": Status.ABORTED}[status]
+            await q.update(job, status=saq_status, error="interrupted" if status == "interrupted" else None)
+
+    async def beat(self, j):
+        """The setup attempt of processing row `j` beats at its `heartbeat_at`."""
+        if j["status"] == "processing":
+            await self.attempts[j["claim_token"]].job.update()
 
     async def claim(self, job_id, label):
         """Runs Worker.process(): None when SAQ's dequeue found nothing."""
