@@ -292,6 +292,8 @@ async def handle(state, req):
         await state["s"].setup()
         return {}
     s = state.get("s")
+    if s is None and op not in ("teardown", "set"):
+        raise Unsupported(f"no scenario is set up (setup was refused or not sent), so there is nothing to {op}")
     if op == "clock":
         instant = parse(req["now"])
         set_clock(instant)
