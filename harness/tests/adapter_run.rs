@@ -138,3 +138,47 @@ fn an_adapter_that_cannot_start_fails_its_target_unless_skips_are_allowed() {
     assert!(out.contains("skipped: adapter:gone (1 scenarios): "), "{out}");
     assert_eq!(counts(&out, "adapter:gone"), (0, 0, 1), "{out}");
 }
+
+/// An adapter in `sh` whose `MODE` (from its `env` in reapcheck.toml)
+/// decides: `stuck` answers every `clock` with a clock that never moved,
+/// `unsupported` refuses `setup` as something its queue cannot do.
+const MODED: &str = r#"while read -r line; do
+  seq=$(printf '%s' "$line" | sed 's/^{"seq":\([0-9]*\).*/\1/')
+  case "$line" in
+    *'"op":"handshake"'*)
+      echo '{"seq":'"$seq"',"reply":"ok","result":{"protocol_version":1,"adapter":{"name":"moded","version":"1","language":"sh"},"queue":{"name":"none","version":"0"},"capabilities":{"features":["leases","legacy","worker_fail","hooks"],"split_reap":true,"clocks":["app"]}}}' ;;
+    *'"op":"setup"'*)
+      if [ "$MODE" = unsupported ]; then
+        echo '{"seq":'"$seq"',"reply":"error","kind":"unsupported","message":"this queue has no such table"}'
+      else
+        echo '{"seq":'"$seq"',"reply":"ok","result":{}}'
+      fi ;;
+    *'"op":"clock"'*) echo '{"seq":'"$seq"',"reply":"ok","result":{"app":"2000-01-01T00:00:00.000000Z","database":null}}' ;;
+    *) echo '{"seq":'"$seq"',"reply":"ok","result":{}}' ;;
+  esac
+done
+"#;
+
+#[test]
+fn a_clock_that_did_not_move_fails_and_an_unsupported_setup_skips() {
+    let config = "[adapters.stuck]\ncommand = [\"sh\", \"moded.sh\"]\ndatabase = \"sqlite\"\nenv = { MODE = \"stuck\" }\n\n\
+                  [adapters.nope]\ncommand = [\"sh\", \"moded.sh\"]\ndatabase = \"sqlite\"\nenv = { MODE = \"unsupported\" }\n";
+    let project = Project::new("moded", config);
+    std::fs::write(project.path().join("moded.sh"), MODED).expect("script written");
+    let name = "grace/beat-older-than-claim";
+    let o = reapcheck_in(project.path(), &["run", "--db", "adapter:stuck,adapter:nope", "--exact", name]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert_eq!(counts(&out, "adapter:stuck"), (0, 1, 0), "{out}");
+    assert!(
+        out.contains("the clock did not move: `clock` asked for 2026-01-15T12:00:00.000000Z, the app clock reads 2000-01-01T00:00:00.000000Z"),
+        "{out}"
+    );
+    assert_eq!(counts(&out, "adapter:nope"), (0, 0, 1), "{out}");
+    assert!(
+        out.contains(&format!(
+            "skipped: {name}  on adapter:nope (none 0, moded 1, over sqlite): moded: this queue has no such table"
+        )),
+        "{out}"
+    );
+}
