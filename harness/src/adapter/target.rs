@@ -704,9 +704,9 @@ fn trace(log: &[Exchange], marks: &[usize], first: Option<usize>) -> String {
     };
     let mut out = shown;
     for e in &log[..end] {
-        out.push_str(&format!("\n  > {}", e.request));
+        out.push_str(&format!("\n  > {}", cut(&e.request)));
         match &e.reply {
-            Some(r) => out.push_str(&format!("\n  < {r}")),
+            Some(r) => out.push_str(&format!("\n  < {}", cut(r))),
             None => out.push_str("\n  < (no reply)"),
         }
     }
@@ -714,6 +714,17 @@ fn trace(log: &[Exchange], marks: &[usize], first: Option<usize>) -> String {
         out.push_str(&format!("\n  ({} more exchanges)", log.len() - end));
     }
     out
+}
+
+/// The longest line of an exchange a failure shows, in characters.
+const SHOWN_LINE_CHARS: usize = 1000;
+
+/// `line` cut to [`SHOWN_LINE_CHARS`], saying how much was left out.
+fn cut(line: &str) -> String {
+    match line.char_indices().nth(SHOWN_LINE_CHARS) {
+        None => line.to_owned(),
+        Some((at, _)) => format!("{}... ({} more bytes)", &line[..at], line.len() - at),
+    }
 }
 
 #[cfg(test)]
@@ -734,8 +745,11 @@ mod tests {
         assert!(t.ends_with("(1 more exchanges)"), "{t}");
         let all = trace(&log, &marks, None);
         assert!(all.contains("req5") && !all.contains("more exchanges"), "{all}");
-        let cut = trace(&log[..3], &marks, Some(0));
-        assert!(cut.contains("req2"), "{cut}");
+        let short = trace(&log[..3], &marks, Some(0));
+        assert!(short.contains("req2"), "{short}");
+        let long = [Exchange { request: "x".repeat(SHOWN_LINE_CHARS + 5), reply: None }];
+        let t = trace(&long, &[], None);
+        assert!(t.contains("... (5 more bytes)") && t.contains("< (no reply)"), "{t}");
     }
 
     #[test]

@@ -1,0 +1,184 @@
+//! `reapcheck run --db adapter:<name>`: an adapter configured in
+//! reapcheck.toml as a target, played scenario by scenario
+//! (docs/adapter-protocol.md). The reference adapter (`reapcheck adapter
+//! serve`) passes what SQL mode passes; an adapter that cannot start fails
+//! its target; one that writes junk on stdout fails each scenario with the
+//! hint and is started again for the next.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A scratch project folder with a reapcheck.toml, removed when dropped.
+struct Project(PathBuf);
+
+impl Project {
+    fn new(name: &str, config: &str) -> Project {
+        let dir = std::env::temp_dir().join(format!("reapcheck-adapter-run-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        std::fs::write(dir.join("reapcheck.toml"), config).expect("config written");
+        Project(dir)
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Project {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs the binary in `dir` with no target, setting or CI from the
+/// environment.
+fn reapcheck_in(dir: &Path, args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_reapcheck"));
+    cmd.args(args).current_dir(dir);
+    for v in ["REAPCHECK_REQUIRE", "REAPCHECK_DB", "REAPCHECK_DIALECTS", "REAPCHECK_SCENARIOS", "CI"] {
+        cmd.env_remove(v);
+    }
+    cmd.output().expect("the binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// The `(passed, failed, skipped)` of `target` in the closing line.
+fn counts(out: &str, target: &str) -> (usize, usize, usize) {
+    let last = out.lines().last().unwrap_or_default();
+    let part = last.split("; ").find(|p| p.starts_with(&format!("{target}: "))).unwrap_or_else(|| panic!("{last}"));
+    let numbers: Vec<usize> =
+        part.split(|c: char| !c.is_ascii_digit()).filter(|n| !n.is_empty()).map(|n| n.parse().unwrap()).collect();
+    assert_eq!(numbers.len(), 3, "{part}");
+    (numbers[0], numbers[1], numbers[2])
+}
+
+fn toml_string(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+#[test]
+fn the_reference_adapter_passes_what_sql_mode_passes() {
+    let bin = toml_string(env!("CARGO_BIN_EXE_reapcheck"));
+    let config = format!(
+        "[adapters.ref]\ncommand = [{bin}, \"adapter\", \"serve\", \"--db\", \"sqlite\"]\ndatabase = \"sqlite\"\n"
+    );
+    let project = Project::new("ref", &config);
+    let o = reapcheck_in(project.path(), &["run", "--db", "sqlite,adapter:ref"]);
+    let out = stdout(&o);
+    let (sql_passed, sql_failed, _) = counts(&out, "sqlite");
+    let (passed, failed, skipped) = counts(&out, "adapter:ref");
+    let fails: Vec<&str> = out.lines().filter(|l| l.starts_with("FAIL")).collect();
+    assert_eq!((failed, sql_failed), (0, 0), "{fails:?}\n{out}");
+    assert_eq!(passed, sql_passed, "the reference adapter passes as many as SQL mode\n{out}");
+    assert!(passed > 100, "{out}");
+    assert!(o.status.success(), "{out}");
+    let line = out.lines().find(|l| l.starts_with("ok ") && l.contains("on adapter:ref (")).expect("an ok line");
+    assert!(line.ends_with(", over sqlite)"), "{line}");
+    let _ = skipped;
+}
+
+/// An adapter in `sh` that handshakes properly, then writes a log line on
+/// stdout instead of replying; every start is counted in `starts`.
+const BROKEN: &str = r#"echo start >> starts
+while read -r line; do
+  seq=$(printf '%s' "$line" | sed 's/^{"seq":\([0-9]*\).*/\1/')
+  case "$line" in
+    *'"op":"handshake"'*)
+      echo '{"seq":'"$seq"',"reply":"ok","result":{"protocol_version":1,"adapter":{"name":"broken","version":"0.0.1","language":"sh"},"queue":{"name":"none","version":"0"},"capabilities":{"features":["leases","legacy","worker_fail","hooks"],"split_reap":true,"clocks":["app"]}}}' ;;
+    *) echo "starting worker..."; echo "a log line on stderr" >&2 ;;
+  esac
+done
+"#;
+
+#[test]
+fn junk_on_stdout_fails_the_scenario_with_the_hint_and_the_next_starts_a_new_process() {
+    let config = "[adapters.broken]\ncommand = [\"sh\", \"broken.sh\"]\ndatabase = \"sqlite\"\n";
+    let project = Project::new("broken", config);
+    std::fs::write(project.path().join("broken.sh"), BROKEN).expect("script written");
+    let names = ["grace/beat-older-than-claim", "grace/beat-stamped-before-claim"];
+    let o = reapcheck_in(project.path(), &["run", "--db", "adapter:broken", "--exact", names[0], names[1]]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert_eq!(counts(&out, "adapter:broken"), (0, 2, 0), "{out}");
+    for name in names {
+        assert!(
+            out.contains(&format!("FAIL     {name}  on adapter:broken (none 0, broken 0.0.1, over sqlite)")),
+            "{out}"
+        );
+    }
+    assert!(out.contains("adapter broken: setup (seq 2): wrote a line on stdout that is not a reply"), "{out}");
+    assert!(out.contains("logs belong on stderr"), "{out}");
+    assert!(out.contains("the line: starting worker..."), "{out}");
+    assert!(out.contains("a log line on stderr"), "the stderr tail is shown\n{out}");
+    assert!(out.contains("rerun: reapcheck run --db adapter:broken --exact grace/beat-stamped-before-claim"), "{out}");
+    let starts = std::fs::read_to_string(project.path().join("starts")).expect("the adapter started");
+    // The opening handshake's process serves the first scenario; each
+    // failure starts a new one for what comes next.
+    assert_eq!(starts.lines().count(), 2, "{out}");
+}
+
+#[test]
+fn an_adapter_that_cannot_start_fails_its_target_unless_skips_are_allowed() {
+    let config = "[adapters.gone]\ncommand = [\"./no-such-adapter\"]\ndatabase = \"sqlite\"\n";
+    let project = Project::new("gone", config);
+    let name = "grace/beat-older-than-claim";
+    let o = reapcheck_in(project.path(), &["run", "--db", "adapter:gone", "--exact", name]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("FAIL     adapter:gone (named as a target"), "{out}");
+    assert!(out.contains("cannot start `./no-such-adapter`"), "{out}");
+    assert_eq!(counts(&out, "adapter:gone"), (0, 1, 0), "{out}");
+    let o = reapcheck_in(project.path(), &["run", "--db", "adapter:gone", "--allow-skip", "--exact", name]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("skipped: adapter:gone (1 scenarios): "), "{out}");
+    assert_eq!(counts(&out, "adapter:gone"), (0, 0, 1), "{out}");
+}
+
+/// An adapter in `sh` whose `MODE` (from its `env` in reapcheck.toml)
+/// decides: `stuck` answers every `clock` with a clock that never moved,
+/// `unsupported` refuses `setup` as something its queue cannot do.
+const MODED: &str = r#"while read -r line; do
+  seq=$(printf '%s' "$line" | sed 's/^{"seq":\([0-9]*\).*/\1/')
+  case "$line" in
+    *'"op":"handshake"'*)
+      echo '{"seq":'"$seq"',"reply":"ok","result":{"protocol_version":1,"adapter":{"name":"moded","version":"1","language":"sh"},"queue":{"name":"none","version":"0"},"capabilities":{"features":["leases","legacy","worker_fail","hooks"],"split_reap":true,"clocks":["app"]}}}' ;;
+    *'"op":"setup"'*)
+      if [ "$MODE" = unsupported ]; then
+        echo '{"seq":'"$seq"',"reply":"error","kind":"unsupported","message":"this queue has no such table"}'
+      else
+        echo '{"seq":'"$seq"',"reply":"ok","result":{}}'
+      fi ;;
+    *'"op":"clock"'*) echo '{"seq":'"$seq"',"reply":"ok","result":{"app":"2000-01-01T00:00:00.000000Z","database":null}}' ;;
+    *) echo '{"seq":'"$seq"',"reply":"ok","result":{}}' ;;
+  esac
+done
+"#;
+
+#[test]
+fn a_clock_that_did_not_move_fails_and_an_unsupported_setup_skips() {
+    let config = "[adapters.stuck]\ncommand = [\"sh\", \"moded.sh\"]\ndatabase = \"sqlite\"\nenv = { MODE = \"stuck\" }\n\n\
+                  [adapters.nope]\ncommand = [\"sh\", \"moded.sh\"]\ndatabase = \"sqlite\"\nenv = { MODE = \"unsupported\" }\n";
+    let project = Project::new("moded", config);
+    std::fs::write(project.path().join("moded.sh"), MODED).expect("script written");
+    let name = "grace/beat-older-than-claim";
+    let o = reapcheck_in(project.path(), &["run", "--db", "adapter:stuck,adapter:nope", "--exact", name]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert_eq!(counts(&out, "adapter:stuck"), (0, 1, 0), "{out}");
+    assert!(
+        out.contains("the clock did not move: `clock` asked for 2026-01-15T12:00:00.000000Z, the app clock reads 2000-01-01T00:00:00.000000Z"),
+        "{out}"
+    );
+    assert_eq!(counts(&out, "adapter:nope"), (0, 0, 1), "{out}");
+    assert!(
+        out.contains(&format!(
+            "skipped: {name}  on adapter:nope (none 0, moded 1, over sqlite): moded: this queue has no such table"
+        )),
+        "{out}"
+    );
+}
