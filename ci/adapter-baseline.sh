@@ -17,7 +17,7 @@ target=$1 expected=$2
 out=$(mktemp) got=$(mktemp)
 trap 'rm -f "$out" "$got"' EXIT
 status=0
-cargo run -q -- run --db "$target" --coverage-min 0 >"$out" 2>&1 || status=$?
+REAPCHECK_REQUIRE="$target" cargo run -q -- run --db "$target" --coverage-min 0 >"$out" 2>&1 || status=$?
 if [ "$status" -eq 2 ]; then
     cat "$out" >&2
     echo "error: reapcheck run --db $target refused its input" >&2
