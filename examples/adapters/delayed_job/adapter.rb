@@ -121,12 +121,13 @@ module Adapter
                                       "the adapter sets max_run_time to the scenario's largest class timeout"),
     "retry_count" => knob("max_attempts", "Worker#reschedule retries while attempts + 1 < max_attempts: it counts runs " \
                                           "in all; the job's max_retries is mapped to max_attempts as it is"),
-    "fence" => knob("none", "a worker's success (job.destroy) and failure (job.save!) write by id alone; delayed_job " \
-                            "relies on its in-process Timeout(max_run_time) to end a run before its lock goes stale"),
     "non_idempotent" => knob("retry", "delayed_job has no notion of idempotency: a stale lock is re-taken whatever the class"),
     "give_up" => knob("never", "a re-taken stale lock adds nothing to attempts and checks no max_attempts: a job " \
                                "whose worker died is taken again however often it died"),
   }.freeze
+  # No `fence` knob: Worker#run's job.destroy and Worker#reschedule's job.save!
+  # write by id alone, so a late attempt deletes or unlocks the job another
+  # attempt holds. That is judged (and fails), not declared: README.md.
 
   STATE = {
     "finished_rows" => knob("deleted", "Worker#run destroys a finished job, and Worker#failed destroys a failed one " \
