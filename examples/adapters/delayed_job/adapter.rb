@@ -149,7 +149,11 @@ module Adapter
     @priority = {} # the scenario's job id -> its own priority, which a claim selects
     @attempts = {} # attempt label -> the job object that attempt's worker holds
     self.hooks = []
-    req["jobs"].each_with_index { |job, i| insert(job, req["classes"].fetch(job["class"]), i + 1) }
+    rows = req["jobs"].each_with_index.filter_map { |job, i| row(job, req["classes"].fetch(job["class"]), i + 1) }
+    Delayed::Job.insert_all!(rows) unless rows.empty? # one statement: create! took 7 ms a row
+    Delayed::Job.pluck(:id, :priority).each { |id, priority| @ids[id] = req["jobs"][priority - 1]["id"] }
+    # The worker of each processing row holds the job object it reserved.
+    Delayed::Job.where.not(locked_by: nil).each { |r| @attempts[r.locked_by] = r }
     {}
   end
 
@@ -179,24 +183,25 @@ module Adapter
 
   def quoted_ns = ActiveRecord::Base.connection.quote_table_name(@ns)
 
-  def insert(job, klass, priority)
+  # The row delayed_job would hold for `job`, or nil for a finished one
+  # (delayed_job deleted it). Every column is the migration's own.
+  def row(job, klass, priority)
     @priority[job["id"]] = priority
     processing = job["status"] == "processing"
-    return unless processing || job["status"] == "pending" # a finished row is one delayed_job deleted
+    return unless processing || job["status"] == "pending"
     raise Unsupported, "delayed_job keeps no heartbeat: job #{job['id']} cannot have beaten" if job["heartbeat_at"]
 
     payload = ScenarioJob.new(job_id: job["id"], class_name: job["class"], max_attempts: job["max_retries"],
                               max_run_time: klass["timeout"], base_delay: klass["base_delay"], max_delay: klass["max_delay"])
-    handler = klass["loadable"] ? payload.to_yaml : payload.to_yaml.sub("!ruby/object:ScenarioJob", "!ruby/object:NotLoadable")
+    handler = payload.to_yaml
+    handler = handler.sub("!ruby/object:ScenarioJob", "!ruby/object:NotLoadable") unless klass["loadable"]
     updated = instant(job["updated_at"])
-    row = Delayed::Job.create!(
+    {
       priority: priority, queue: job["queue"], handler: handler, run_at: instant(job["run_at"]),
       attempts: [job["attempts"] - (processing ? 1 : 0), 0].max, # delayed_job counts failed runs only
       locked_at: processing ? updated : nil, locked_by: processing ? job["claim_token"] : nil,
-      created_at: updated, updated_at: updated,
-    )
-    @ids[row.id] = job["id"]
-    @attempts[job["claim_token"]] = row if processing
+      last_error: nil, failed_at: nil, created_at: updated, updated_at: updated,
+    }
   end
 
   def teardown(_req)
