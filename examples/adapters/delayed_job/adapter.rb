@@ -173,6 +173,14 @@ module Adapter
       ActiveRecord::Base.connection.execute("CREATE DATABASE #{quoted_ns}")
       vars = session_zone ? { time_zone: session_zone } : {}
       ActiveRecord::Base.establish_connection(base.merge(database: @ns, variables: vars))
+      begin
+        ActiveRecord::Base.connection.verify!
+      rescue ActiveRecord::StatementInvalid => e
+        raise unless e.message.include?("Unknown or incorrect time zone")
+
+        raise "the server has no time zone tables, so it knows no zone #{session_zone}: load them with " \
+              "`sh ci/mysql-timezones.sh` (offsets such as +05:30 always work)"
+      end
     else raise Unsupported, "database target #{@db['target']}: this adapter runs on postgres, mariadb and sqlite"
     end
   end
