@@ -147,13 +147,13 @@ module Adapter
     Delayed::Worker.max_run_time = timeouts.max || Delayed::Worker::DEFAULT_MAX_RUN_TIME
     @ids = {}      # delayed_jobs.id -> the scenario's job id
     @priority = {} # the scenario's job id -> its own priority, which a claim selects
-    @attempts = {} # attempt label -> the job object that attempt's worker holds
+    @attempts = {} # [job id, attempt label] -> the job object that attempt's worker holds (labels repeat across jobs)
     self.hooks = []
     rows = req["jobs"].each_with_index.filter_map { |job, i| row(job, req["classes"].fetch(job["class"]), i + 1) }
     Delayed::Job.insert_all!(rows) unless rows.empty? # one statement: create! took 7 ms a row
     Delayed::Job.pluck(:id, :priority).each { |id, priority| @ids[id] = req["jobs"][priority - 1]["id"] }
     # The worker of each processing row holds the job object it reserved.
-    Delayed::Job.where.not(locked_by: nil).each { |r| @attempts[r.locked_by] = r }
+    Delayed::Job.where.not(locked_by: nil).each { |r| @attempts[[@ids.fetch(r.id), r.locked_by]] = r }
     {}
   end
 
@@ -215,14 +215,17 @@ module Adapter
   def teardown(_req)
     return {} unless @db || @file
 
-    case @db && @db["target"]
-    when "postgres" then ActiveRecord::Base.connection.execute("DROP SCHEMA IF EXISTS #{quoted_ns} CASCADE")
-    when "mariadb", "mysql" then ActiveRecord::Base.connection.execute("DROP DATABASE IF EXISTS #{quoted_ns}")
+    if @db # drop from a fresh connection to the server: the scenario's may be the one that failed
+      ActiveRecord::Base.remove_connection
+      ActiveRecord::Base.establish_connection(@db["target"] == "postgres" ? @db["url"] : url_config.merge(adapter: "mysql2"))
+      drop = @db["target"] == "postgres" ? "DROP SCHEMA IF EXISTS #{quoted_ns} CASCADE" : "DROP DATABASE IF EXISTS #{quoted_ns}"
+      ActiveRecord::Base.connection.execute(drop)
     end
     ActiveRecord::Base.remove_connection
     File.delete(@file) if @file && File.exist?(@file)
-    @db = @file = nil
     {}
+  ensure
+    @db = @file = nil # never tried twice: reapcheck drops the namespace after a failure too
   end
 
   # --- clock and worker steps --------------------------------------------
@@ -242,9 +245,12 @@ module Adapter
     Delayed::Worker.min_priority = Delayed::Worker.max_priority = priority
     job = Delayed::Job.reserve(worker)
     return { "result" => "not_claimable" } unless job
-    raise "reserve took job #{@ids[job.id]}, not #{req['job']}" unless @ids[job.id] == req["job"]
+    unless @ids[job.id] == req["job"]
+      raise "reserve locked job #{req['job']} but returned job #{@ids[job.id]}: on MySQL it finds the job it locked " \
+            "by locked_at (whole seconds) and locked_by, and worker #{req['token']} holds another lock from that second"
+    end
 
-    @attempts[req["token"]] = job
+    @attempts[[req["job"], req["token"]]] = job
     { "result" => "claimed" }
   ensure
     Delayed::Worker.min_priority = Delayed::Worker.max_priority = nil
@@ -257,7 +263,10 @@ module Adapter
   # Worker#run on the object the attempt's worker holds: perform, then
   # destroy (complete), or the failure path through reschedule (fail).
   def finish(req, failing)
-    job = @attempts.fetch(req["token"]) { raise Refused, "attempt #{req['token']} holds no job object" }
+    job = @attempts.fetch([req["job"], req["token"]]) { raise Refused, "attempt #{req['token']} holds no job object" }
+    # This attempt's own complete or final failure destroyed its object: a
+    # worker never runs a job twice, and delayed_job writes nothing here.
+    raise Refused, "attempt #{req['token']} already finished job #{req['job']} (its object is destroyed)" if job.destroyed?
     worker = Delayed::Worker.new(quiet: true)
     worker.name = req["token"]
     self.failing = failing
