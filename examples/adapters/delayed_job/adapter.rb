@@ -148,6 +148,7 @@ module Adapter
     @ids = {}      # delayed_jobs.id -> the scenario's job id
     @priority = {} # the scenario's job id -> its own priority, which a claim selects
     @attempts = {} # [job id, attempt label] -> the job object that attempt's worker holds (labels repeat across jobs)
+    @finished = {} # [job id, attempt label] -> true once that attempt's run has ended
     self.hooks = []
     rows = req["jobs"].each_with_index.filter_map { |job, i| row(job, req["classes"].fetch(job["class"]), i + 1) }
     Delayed::Job.insert_all!(rows) unless rows.empty? # one statement: create! took 7 ms a row
@@ -264,9 +265,11 @@ module Adapter
   # destroy (complete), or the failure path through reschedule (fail).
   def finish(req, failing)
     job = @attempts.fetch([req["job"], req["token"]]) { raise Refused, "attempt #{req['token']} holds no job object" }
-    # This attempt's own complete or final failure destroyed its object: a
-    # worker never runs a job twice, and delayed_job writes nothing here.
-    raise Refused, "attempt #{req['token']} already finished job #{req['job']} (its object is destroyed)" if job.destroyed?
+    # A worker runs the job it reserved once: after its complete or fail the
+    # attempt is over, and delayed_job has nothing left to write for it.
+    raise Refused, "attempt #{req['token']} already ran job #{req['job']} to its end" if @finished[[req["job"], req["token"]]]
+
+    @finished[[req["job"], req["token"]]] = true
     worker = Delayed::Worker.new(quiet: true)
     worker.name = req["token"]
     self.failing = failing
