@@ -138,6 +138,9 @@ module Adapter
 
   def setup(req)
     teardown(nil) if @db || @file
+    beaten = req["jobs"].find { |j| j["heartbeat_at"] } # before anything is made, on every database alike
+    raise Unsupported, "delayed_job keeps no heartbeat: job #{beaten['id']} cannot have beaten" if beaten
+
     @db = req["database"]
     @ns = req["namespace"]
     FrozenClock.instant = instant(req["now"])
@@ -198,7 +201,6 @@ module Adapter
     @priority[job["id"]] = priority
     processing = job["status"] == "processing"
     return unless processing || job["status"] == "pending"
-    raise Unsupported, "delayed_job keeps no heartbeat: job #{job['id']} cannot have beaten" if job["heartbeat_at"]
 
     payload = ScenarioJob.new(job_id: job["id"], class_name: job["class"], max_attempts: job["max_retries"],
                               max_run_time: klass["timeout"], base_delay: klass["base_delay"], max_delay: klass["max_delay"])
