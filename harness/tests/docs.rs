@@ -13,7 +13,8 @@ fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).expect("readable") {
         let path = entry.expect("an entry").path();
         let name = path.file_name().unwrap_or_default().to_string_lossy();
-        if name.starts_with('.') || name == "target" || name == "fuzz-failures" {
+        // node_modules: an adapter's installed packages (examples/adapters/pg-boss), not our docs.
+        if name.starts_with('.') || name == "target" || name == "fuzz-failures" || name == "node_modules" {
             continue;
         }
         if path.is_dir() {
