@@ -89,7 +89,7 @@ while read -r line; do
   case "$line" in
     *'"op":"handshake"'*)
       echo '{"seq":'"$seq"',"reply":"ok","result":{"protocol_version":1,"adapter":{"name":"broken","version":"0.0.1","language":"sh"},"queue":{"name":"none","version":"0"},"capabilities":{"features":["leases","legacy","worker_fail","hooks"],"split_reap":true,"clocks":["app"]}}}' ;;
-    *) echo "starting worker..."; echo "a log line on stderr" >&2 ;;
+    *) echo "a log line on stderr" >&2; sleep 0.2; echo "starting worker..." ;;
   esac
 done
 "#;
