@@ -481,8 +481,8 @@ impl<'a, E: Engine> Session<'a, E> {
             };
         // The policy's `retry` decides for a raised job as for a dead one;
         // `give_up` is the reaper's alone (docs/policy.md).
-        let is_final =
-            !rules::has_retry_left(self.policy, attempts, max_retries) || self.policy.retry == crate::policy::Retry::Never;
+        let is_final = !rules::has_retry_left(self.policy, attempts, max_retries)
+            || self.policy.retry == crate::policy::Retry::Never;
         let call = if is_final {
             Call::FailFinal { id: id.clone(), token: token.clone(), attempts, now }
         } else {

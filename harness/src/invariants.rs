@@ -158,7 +158,10 @@ pub fn check(scenario: &Scenario, policy: &Policy, checkpoints: &[Outcome]) -> V
                 | Some(StepResult::Fail(WorkerResult::Fenced, _))
         );
         if fenced && (before.jobs != after.jobs || before.leases != after.leases) {
-            broke(Rule::FencedWriteChangesNothing, format!("the step was answered `fenced` but changed {}", changes(before, after)));
+            broke(
+                Rule::FencedWriteChangesNothing,
+                format!("the step was answered `fenced` but changed {}", changes(before, after)),
+            );
         }
         // 4: a second reap is idle.
         // The same reap (poll timeout and queues) right after a reap: no
@@ -225,7 +228,10 @@ pub fn check(scenario: &Scenario, policy: &Policy, checkpoints: &[Outcome]) -> V
                 {
                     broke(
                         Rule::NoRetryPastTheLimit,
-                        format!("job `{id}` went back to pending after {} attempts (max_retries {max_retries})", row.attempts),
+                        format!(
+                            "job `{id}` went back to pending after {} attempts (max_retries {max_retries})",
+                            row.attempts
+                        ),
                     );
                 }
             }
@@ -282,7 +288,12 @@ mod tests {
             let s = &loaded.scenario;
             let policy = Policy::default();
             let found = check(s, &policy, &checkpoints(s, &policy).await);
-            assert!(found.is_empty(), "{}: {}", loaded.name, found.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("; "));
+            assert!(
+                found.is_empty(),
+                "{}: {}",
+                loaded.name,
+                found.iter().map(|v| v.to_string()).collect::<Vec<_>>().join("; ")
+            );
         }
     }
 

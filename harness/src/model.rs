@@ -313,7 +313,8 @@ mod tests {
         row.status = Status::Pending;
         row.run_at = at(10);
         let mut m = model(Schema::Standard, vec![row]);
-        let claim = |now| Call::Claim { id: "a".into(), token: "a/1".into(), claim_timeout: 60, now: at(now), retake: None };
+        let claim =
+            |now| Call::Claim { id: "a".into(), token: "a/1".into(), claim_timeout: 60, now: at(now), retake: None };
         assert_eq!(m.answer(claim(9)), Reply::Changed(0));
         assert_eq!(m.answer(claim(10)), Reply::Changed(1));
         assert_eq!(m.answer(claim(11)), Reply::Changed(0));

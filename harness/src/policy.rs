@@ -680,7 +680,10 @@ mod tests {
         assert_eq!(o.steps[0], Some(StepResult::Reap(0)), "no reaper");
         assert_eq!(o.steps[1], Some(StepResult::Claim(ClaimResult::Claimed)), "the stale attempt is re-taken");
         assert_eq!(o.steps[2], Some(StepResult::Claim(ClaimResult::NotClaimable)), "a live one is not");
-        assert_eq!((o.jobs["a"].status, o.jobs["a"].attempts, o.jobs["a"].claim_token.as_deref()), (Status::Processing, 2, Some("a/2")));
+        assert_eq!(
+            (o.jobs["a"].status, o.jobs["a"].attempts, o.jobs["a"].claim_token.as_deref()),
+            (Status::Processing, 2, Some("a/2"))
+        );
     }
 
     #[tokio::test]

@@ -75,7 +75,8 @@ impl Resolution {
                 token,
                 claim_timeout,
                 now: t(now),
-                retake: retake.map(|r| crate::engine::Retake { beat_cutoff: t(r.beat_cutoff), claim_cutoff: t(r.claim_cutoff) }),
+                retake: retake
+                    .map(|r| crate::engine::Retake { beat_cutoff: t(r.beat_cutoff), claim_cutoff: t(r.claim_cutoff) }),
             },
             Call::Heartbeat { id, token, now } => Call::Heartbeat { id, token, now: t(now) },
             Call::Complete { id, token, now } => Call::Complete { id, token, now: t(now) },

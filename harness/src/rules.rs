@@ -6,7 +6,9 @@
 //! name). The driver uses them for every target; what the targets differ in,
 //! and what reapcheck tests, is how the database stores and compares time.
 
-use crate::policy::{self, ClaimWindow, GiveUp, GraceFloor, GraceOff, GraceOverrides, NonIdempotent, Policy, Retry, RetryCount};
+use crate::policy::{
+    self, ClaimWindow, GiveUp, GraceFloor, GraceOff, GraceOverrides, NonIdempotent, Policy, Retry, RetryCount,
+};
 use crate::scenario::{Class, DEFAULT_POLL_TIMEOUT, Job};
 use crate::time::Duration;
 

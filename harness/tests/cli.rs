@@ -596,7 +596,8 @@ fn a_declared_divergence_keeps_its_own_snapshot_and_fails_once_it_agrees() {
     let scenarios = scratch.0.join("scenarios");
     std::fs::create_dir_all(&scenarios).unwrap();
     let text = std::fs::read_to_string(root().join("scenarios/grace/never-beat.yaml")).unwrap();
-    let declared = format!("{text}divergence:\n  sqlite: this copy of the SQL retries a reaped job at once on purpose\n");
+    let declared =
+        format!("{text}divergence:\n  sqlite: this copy of the SQL retries a reaped job at once on purpose\n");
     std::fs::write(scenarios.join("never-beat.yaml"), declared).unwrap();
     let dir = scenarios.display().to_string();
     let dialects = mutated_sqlite(
@@ -611,7 +612,8 @@ fn a_declared_divergence_keeps_its_own_snapshot_and_fails_once_it_agrees() {
     assert!(scenarios.join("snapshots/never-beat@sqlite.snap").exists());
     let out = stdout(&reapcheck(&["run", "--coverage-min", "0", "--scenarios", &dir, "--dialects", &dialects]));
     assert!(
-        out.contains("diverged never-beat  on sqlite [sqlite 3.") && out.contains("retries a reaped job at once on purpose"),
+        out.contains("diverged never-beat  on sqlite [sqlite 3.")
+            && out.contains("retries a reaped job at once on purpose"),
         "{out}"
     );
 

@@ -143,7 +143,9 @@ async fn the_sqlite_trigger_is_created_whole_and_fires() {
     };
     engine.call(Call::InsertJob(job)).await.expect("inserted");
     // A claim counts the attempt: -2 becomes -1, which the trigger refuses.
-    let refused = engine.call(Call::Claim { id: "a".into(), token: "a/1".into(), claim_timeout: 300, now: t, retake: None }).await;
+    let refused = engine
+        .call(Call::Claim { id: "a".into(), token: "a/1".into(), claim_timeout: 300, now: t, retake: None })
+        .await;
     let Err(e) = refused else { panic!("the trigger did not fire: {refused:?}") };
     assert!(e.to_string().contains("attempts below zero; refused"), "{e}");
 }

@@ -385,7 +385,10 @@ impl Actor<'_> {
             let claimed = self
                 .record(|now| {
                     let op = Op::Claim { job: id.clone(), token: token.clone(), now };
-                    (op, Call::Claim { id: id.clone(), token: token.clone(), claim_timeout: TIMEOUT, now, retake: None })
+                    (
+                        op,
+                        Call::Claim { id: id.clone(), token: token.clone(), claim_timeout: TIMEOUT, now, retake: None },
+                    )
                 })
                 .await;
             if claimed != Res::Changed(1) {

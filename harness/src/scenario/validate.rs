@@ -246,7 +246,9 @@ mod tests {
 
     #[test]
     fn the_app_time_zone_is_an_iana_name() {
-        for (zone, ok) in [("America/New_York", true), ("Australia/Lord_Howe", true), ("+05:30", false), ("Mars Base", false)] {
+        for (zone, ok) in
+            [("America/New_York", true), ("Australia/Lord_Howe", true), ("+05:30", false), ("Mars Base", false)]
+        {
             let text = format!(
                 "description: x\napp_time_zone: \"{zone}\"\nclasses: {{ C: {{}} }}\njobs: [ {{ id: a, class: C }} ]\nsteps: []\n"
             );
