@@ -186,6 +186,40 @@ pub struct SetupClass {
     pub loadable: bool,
 }
 
+/// A scenario's class as `setup` sends it: the same fields, one for one.
+impl From<&crate::scenario::Class> for SetupClass {
+    fn from(c: &crate::scenario::Class) -> SetupClass {
+        SetupClass {
+            timeout: c.timeout,
+            idempotent: c.idempotent,
+            heartbeat_grace: c.heartbeat_grace,
+            max_retries: c.max_retries,
+            base_delay: c.base_delay,
+            max_delay: c.max_delay,
+            exclusive: c.exclusive,
+            concurrency_key: c.concurrency_key.clone(),
+            loadable: c.loadable,
+        }
+    }
+}
+
+/// A `setup` class back as a scenario's class (the reference adapter).
+impl From<&SetupClass> for crate::scenario::Class {
+    fn from(c: &SetupClass) -> crate::scenario::Class {
+        crate::scenario::Class {
+            timeout: c.timeout,
+            idempotent: c.idempotent,
+            heartbeat_grace: c.heartbeat_grace,
+            max_retries: c.max_retries,
+            base_delay: c.base_delay,
+            max_delay: c.max_delay,
+            exclusive: c.exclusive,
+            concurrency_key: c.concurrency_key.clone(),
+            loadable: c.loadable,
+        }
+    }
+}
+
 /// A row of `jobs` at setup, as the contract's columns.
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]

@@ -535,24 +535,7 @@ pub fn to_scenario(setup: &Setup) -> Result<Scenario, String> {
             concurrency_key: j.concurrency_key.clone(),
         });
     }
-    let classes = setup
-        .classes
-        .iter()
-        .map(|(name, c)| {
-            let class = Class {
-                timeout: c.timeout,
-                idempotent: c.idempotent,
-                heartbeat_grace: c.heartbeat_grace,
-                max_retries: c.max_retries,
-                base_delay: c.base_delay,
-                max_delay: c.max_delay,
-                exclusive: c.exclusive,
-                concurrency_key: c.concurrency_key.clone(),
-                loadable: c.loadable,
-            };
-            (name.clone(), class)
-        })
-        .collect();
+    let classes = setup.classes.iter().map(|(name, c)| (name.clone(), c.into())).collect();
     let leases = setup
         .leases
         .iter()

@@ -503,24 +503,7 @@ impl<'a> Play<'a> {
                 Ok(SetupLease { name: l.name.to_string(), owner: l.owner.clone(), expires_at })
             })
             .collect::<Result<Vec<_>, Stop>>()?;
-        let classes = s
-            .classes
-            .iter()
-            .map(|(n, c)| {
-                let class = SetupClass {
-                    timeout: c.timeout,
-                    idempotent: c.idempotent,
-                    heartbeat_grace: c.heartbeat_grace,
-                    max_retries: c.max_retries,
-                    base_delay: c.base_delay,
-                    max_delay: c.max_delay,
-                    exclusive: c.exclusive,
-                    concurrency_key: c.concurrency_key.clone(),
-                    loadable: c.loadable,
-                };
-                (n.clone(), class)
-            })
-            .collect();
+        let classes = s.classes.iter().map(|(n, c)| (n.clone(), c.into())).collect();
         Ok(Setup {
             scenario: name.to_owned(),
             namespace: namespace.to_owned(),
