@@ -38,8 +38,8 @@ use crate::policy::{Field, Policy};
 use crate::redact;
 use crate::resolution::Resolved;
 use crate::scenario::{
-    ApplyArgs, AttemptRef, ClaimArgs, Class, Job, Lease, Located, ReapArgs, ScanArgs, Scenario, Schema, SetArgs,
-    Settings, Step,
+    ApplyArgs, AttemptRef, ClaimArgs, Job, Lease, Located, ReapArgs, ScanArgs, Scenario, Schema, SetArgs, Settings,
+    Step,
 };
 use crate::sql::{SqlEngine, namespace_script_for};
 use crate::target::Target;

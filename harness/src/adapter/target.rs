@@ -19,7 +19,7 @@ use super::client::{Answer, Client, ClientError, ClientErrorKind, Exchange};
 use super::process::Spawn;
 use super::protocol::{
     self, AttemptArgs, ClockArgs, Database, Empty, ErrorBody, ErrorKind, HandshakeResult, Op, OpResult, Setup,
-    SetupClass, SetupJob, SetupLease, SetupSettings,
+    SetupJob, SetupLease, SetupSettings,
 };
 use crate::backend::{Connection, Server};
 use crate::config::AdapterConfig;
