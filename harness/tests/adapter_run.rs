@@ -67,7 +67,7 @@ fn the_reference_adapter_passes_what_sql_mode_passes() {
         "[adapters.ref]\ncommand = [{bin}, \"adapter\", \"serve\", \"--db\", \"sqlite\"]\ndatabase = \"sqlite\"\n"
     );
     let project = Project::new("ref", &config);
-    let o = reapcheck_in(project.path(), &["run", "--db", "sqlite,adapter:ref"]);
+    let o = reapcheck_in(project.path(), &["run", "--db", "sqlite,adapter:ref", "--report", "out", "--leg", "both"]);
     let out = stdout(&o);
     let (sql_passed, sql_failed, _) = counts(&out, "sqlite");
     let (passed, failed, skipped) = counts(&out, "adapter:ref");
@@ -79,6 +79,29 @@ fn the_reference_adapter_passes_what_sql_mode_passes() {
     let line = out.lines().find(|l| l.starts_with("ok ") && l.contains("on adapter:ref (")).expect("an ok line");
     assert!(line.ends_with(", over sqlite)"), "{line}");
     let _ = skipped;
+    // Outcome for outcome: every case the adapter passed carries the hash
+    // of its outcome document, equal to SQL mode's for the same scenario,
+    // and `verdict` over the leg finds no divergence.
+    let report = std::fs::read_to_string(project.path().join("out/outcomes.json")).expect("outcomes.json written");
+    let report: serde_json::Value = serde_json::from_str(&report).expect("outcomes.json is JSON");
+    let cases = report["cases"].as_array().expect("cases");
+    let hash = |scenario: &str, target: &str| {
+        let case = cases.iter().find(|c| c["scenario"] == scenario && c["target"] == target);
+        case.and_then(|c| c["outcome_hash"].as_str()).map(str::to_owned)
+    };
+    let passed_here: Vec<&str> = cases
+        .iter()
+        .filter(|c| c["target"] == "adapter:ref" && c["result"] == "pass")
+        .map(|c| c["scenario"].as_str().expect("a scenario name"))
+        .collect();
+    assert_eq!(passed_here.len(), passed, "{out}");
+    for scenario in passed_here {
+        let ours = hash(scenario, "adapter:ref");
+        assert!(ours.is_some(), "{scenario} passed on adapter:ref without an outcome hash");
+        assert_eq!(ours, hash(scenario, "sqlite"), "{scenario}: the adapter's outcome is not SQL mode's");
+    }
+    let o = reapcheck_in(project.path(), &["verdict", "out", "--expect", "both", "--out", "matrix"]);
+    assert!(o.status.success(), "{}{}", stdout(&o), String::from_utf8_lossy(&o.stderr));
 }
 
 /// An adapter in `sh` that handshakes properly, then writes a log line on
@@ -181,4 +204,97 @@ fn a_clock_that_did_not_move_fails_and_an_unsupported_setup_skips() {
         )),
         "{out}"
     );
+}
+
+#[test]
+fn a_state_between_steps_that_breaks_an_invariant_fails_even_when_the_outcome_matches() {
+    let bin = toml_string(env!("CARGO_BIN_EXE_reapcheck"));
+    let proxy = toml_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/adapters/proxy/forgets_a_job.py"));
+    let config = format!(
+        "[adapters.forgetful]\ncommand = [\"python3\", {proxy}, {bin}, \"adapter\", \"serve\", \"--db\", \"sqlite\"]\n\
+         database = \"sqlite\"\n"
+    );
+    let project = Project::new("forgetful", &config);
+    let name = "grace/beat-older-than-claim";
+    let o = reapcheck_in(project.path(), &["run", "--db", "adapter:forgetful", "--exact", name]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert_eq!(counts(&out, "adapter:forgetful"), (0, 1, 0), "{out}");
+    assert!(out.contains("invariant `no job is lost` broken at step 1"), "{out}");
+    assert!(!out.contains("disagrees with the model"), "the last read is true: only the invariant fails\n{out}");
+}
+
+/// The reference adapter and the forgetful proxy in front of it, in one
+/// project.
+fn forgetful_project(name: &str) -> Project {
+    let bin = toml_string(env!("CARGO_BIN_EXE_reapcheck"));
+    let proxy = toml_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/adapters/proxy/forgets_a_job.py"));
+    let config = format!(
+        "[adapters.ref]\ncommand = [{bin}, \"adapter\", \"serve\", \"--db\", \"sqlite\"]\ndatabase = \"sqlite\"\n\n\
+         [adapters.forgetful]\ncommand = [\"python3\", {proxy}, {bin}, \"adapter\", \"serve\", \"--db\", \"sqlite\"]\n\
+         database = \"sqlite\"\n"
+    );
+    Project::new(name, &config)
+}
+
+#[test]
+fn explain_interleaves_the_requests_with_the_model_and_marks_where_the_states_part() {
+    let project = forgetful_project("explain");
+    let name = "grace/beat-older-than-claim";
+    let o = reapcheck_in(project.path(), &["explain", name, "--db", "adapter:ref"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("policy in effect (the adapter's handshake): reference policy"), "{out}");
+    // The model's note for the first claim, then its request and the read after it.
+    let note = out.find("@ 2026-01-15T12:00:00Z claim: a").expect("the model's note");
+    let request = out[note..].find(r#"> {"seq":5,"op":"claim""#).expect("the claim request after the note");
+    assert!(out[note + request..].contains(r#"> {"seq":6,"op":"read"}"#), "{out}");
+    assert!(out.contains("agrees with the model at every step"), "{out}");
+    assert!(!out.contains("!!"), "{out}");
+
+    let o = reapcheck_in(project.path(), &["explain", name, "--db", "adapter:forgetful"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    let marker = out.find("!! adapter:forgetful and the model part here").expect("a parting marker");
+    let first_step = out.find("@ 2026-01-15T12:00:00Z claim: a").expect("step 1");
+    let second_step = out.find("@ 2026-01-15T12:00:00Z claim: c").expect("step 2");
+    assert!(first_step < marker && marker < second_step, "the states part after step 1\n{out}");
+    assert!(out.contains("invariant `no job is lost` broken at step 1"), "{out}");
+
+    let o = reapcheck_in(project.path(), &["explain", name, "--db", "adapter:nope"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("no `[adapters.nope]` in reapcheck.toml (configured: adapter:forgetful, adapter:ref)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn fuzz_through_an_adapter_agrees_on_the_reference_and_shrinks_a_broken_one() {
+    let project = forgetful_project("fuzz");
+    let o = reapcheck_in(project.path(), &["fuzz", "--db", "adapter:ref", "--cases", "30", "--seed", "5"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}");
+    assert!(out.contains("ok       adapter:ref (reapcheck-sqlite "), "{out}");
+    assert!(out.contains(": 30 cases agree with the model"), "{out}");
+
+    let o = reapcheck_in(project.path(), &["fuzz", "--db", "adapter:forgetful", "--cases", "30", "--seed", "5"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("invariant `no job is lost` broken at step 1"), "{out}");
+    let saved = project.path().join("fuzz-failures/adapter-forgetful-5.yaml");
+    assert!(saved.is_file(), "the shrunk case is saved\n{out}");
+    assert!(
+        out.contains(
+            "rerun: reapcheck run --db adapter:forgetful --scenarios fuzz-failures --exact adapter-forgetful-5"
+        ),
+        "{out}"
+    );
+    // The saved case fails again through the same adapter.
+    let o = reapcheck_in(
+        project.path(),
+        &["run", "--db", "adapter:forgetful", "--scenarios", "fuzz-failures", "--exact", "adapter-forgetful-5"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
 }

@@ -93,7 +93,8 @@ fn a_non_strict_guard_is_found_shrunk_and_saved_with_a_rerun_that_fails() {
     assert!(out.contains(&format!("    {}:1: the shrunk case", file.display())), "{out}");
     let rerun = format!("reapcheck run --db sqlite --scenarios {out_dir} --dialects {dialects} --exact sqlite-1");
     assert!(out.contains(&format!("    rerun: {rerun}\n")), "{out}");
-    assert!(out.contains(&format!("    the model's reasoning: reapcheck explain {}\n", file.display())), "{out}");
+    let explain = format!("reapcheck explain {} --db sqlite --dialects {dialects}", file.display());
+    assert!(out.contains(&format!("    step by step beside the model: {explain}\n")), "{out}");
 
     // Shrunk: one job and a reap or two are enough to show a `<=` guard.
     let shrunk = parse_file("sqlite-1", &file).unwrap().scenario;

@@ -24,6 +24,7 @@ use super::protocol::{
 use crate::backend::{Connection, Server};
 use crate::config::AdapterConfig;
 use crate::dialect::{Dialect, Profile, Source};
+use crate::driver;
 use crate::feature;
 use crate::outcome::{ClaimResult, Outcome, Status, StepResult, WorkerResult};
 use crate::reach::{self, Reach};
@@ -53,6 +54,43 @@ struct Store {
     dialect: Dialect,
 }
 
+/// One scenario's run through an adapter: its verdict, and the compared
+/// document of what the queue held (`None` when the run did not finish, or
+/// when the adapter's profile is not the reference: only reference
+/// documents are comparable across targets, as for a SQL target).
+#[derive(Clone, Debug)]
+pub struct AdapterRun {
+    /// The verdict, as for a database target.
+    pub verdict: Verdict,
+    /// The outcome document (snapshot text) under the reference profile.
+    pub document: Option<String>,
+    /// The requests and replies, and the states read between steps.
+    pub transcript: Transcript,
+}
+
+/// What one scenario's run through an adapter exchanged and read, for
+/// `explain` (empty when the scenario was not played).
+#[derive(Clone, Debug, Default)]
+pub struct Transcript {
+    /// Every request and its reply, in order (credentials redacted).
+    pub exchanges: Vec<Exchange>,
+    /// `marks[i]`: how many exchanges came before step `i`; the last one
+    /// counts those before `teardown`. Setup's are `..marks[0]`.
+    pub marks: Vec<usize>,
+    /// The adapter's state after setup (index 0) and after each step, as
+    /// compared under its profile (short when the run stopped early).
+    pub states: Vec<String>,
+    /// The model's, under the adapter's policy.
+    pub model_states: Vec<String>,
+}
+
+impl Transcript {
+    /// Every exchange as `> request` and `< reply` lines (`--trace`).
+    pub fn render(&self) -> String {
+        trace(&self.exchanges, &self.marks, None)
+    }
+}
+
 /// An adapter target, ready to play scenarios.
 pub struct AdapterTarget {
     config: AdapterConfig,
@@ -70,6 +108,9 @@ pub struct AdapterTarget {
 enum Stop {
     /// Not judged: why (`unsupported`).
     Skip(String),
+    /// Ctrl-C or SIGTERM arrived mid-request: the signal. The process is
+    /// killed (its request is unanswered) and the scenario is not judged.
+    Interrupted(&'static str),
     /// Failed: why; the process is still answering.
     Fail(String),
     /// The adapter broke the protocol, exited, crashed or hung.
@@ -233,43 +274,80 @@ impl AdapterTarget {
 
     /// Plays `scenario` through the adapter and judges it against the
     /// model (`model`: the reference model's run of it, `None` when the
-    /// model panicked). The namespace is dropped afterwards whatever
+    /// model panicked), and the state read after setup and after every
+    /// step against the invariants (docs/policy.md, "Invariants that hold
+    /// for every queue"). The namespace is dropped afterwards whatever
     /// happened; after a failure the process is started again for the
     /// next scenario.
-    pub async fn check(&mut self, scenario: &LoadedScenario, model: Option<&ModelRun>) -> Verdict {
+    pub async fn check(&mut self, scenario: &LoadedScenario, model: Option<&ModelRun>) -> AdapterRun {
+        let mut transcript = Transcript::default();
+        let (verdict, document) = self.play(scenario, model, &mut transcript).await;
+        AdapterRun { verdict, document, transcript }
+    }
+
+    /// The profile the adapter's handshake declared (its features and
+    /// policy), while a process is running.
+    pub fn profile(&self) -> Option<&Profile> {
+        self.session.as_ref().map(|s| &s.profile)
+    }
+
+    async fn play(
+        &mut self,
+        scenario: &LoadedScenario,
+        model: Option<&ModelRun>,
+        transcript: &mut Transcript,
+    ) -> (Verdict, Option<String>) {
+        let no_document = |verdict| (verdict, None);
         let Some(model) = model else {
-            return Verdict::Fail("not run: the model panicked on this scenario".to_owned());
+            return no_document(Verdict::Fail("not run: the model panicked on this scenario".to_owned()));
         };
         let time_zone = scenario.scenario.app_time_zone.as_ref().map_or(DEFAULT_TIME_ZONE, |z| z.as_str()).to_owned();
         let restart = self.session.as_ref().is_none_or(|s| s.time_zone != time_zone);
         if restart && let Err(e) = self.start(&time_zone).await {
-            return Verdict::Fail(self.with_stderr(format!("the adapter did not start: {e}"), None));
+            return no_document(Verdict::Fail(self.with_stderr(format!("the adapter did not start: {e}"), None)));
         }
         let Some(session) = self.session.as_mut() else {
-            return Verdict::Fail("the adapter did not start".to_owned());
+            return no_document(Verdict::Fail("the adapter did not start".to_owned()));
         };
         session.client.stderr().clear();
         session.client.take_log();
-        if let Some(reason) = skip_reason(scenario, session, &model.outcome) {
-            return Verdict::Skipped(reason);
+        let profile = session.profile.clone();
+        let mut model_states = driver::Checkpoints::new();
+        let model_outcome = model_run(&scenario.scenario, &profile, &mut model_states).await;
+        // As for a SQL target (runner::check_target): under another policy
+        // the features needed follow from the outcome under it, and the
+        // scenario's `expect` (the reference claim) is set aside.
+        let skip = if profile.policy.is_reference() {
+            skip_reason(scenario, session, &model.outcome)
+        } else {
+            let mut judged = scenario.clone();
+            judged.scenario.expect = None;
+            skip_reason(&judged, session, &model_outcome)
+        };
+        if let Some(reason) = skip {
+            return no_document(Verdict::Skipped(reason));
         }
         let namespace = crate::namespace::fresh();
-        let profile = session.profile.clone();
         let adapter = session.handshake.adapter.name.clone();
-        let model_outcome = runner::model_outcome(&scenario.scenario, &profile).await;
         let database =
             self.url.as_ref().map(|url| Database { target: self.config.database.name().to_owned(), url: url.clone() });
         let mut play = Play::new(&scenario.scenario, &mut session.client, &profile);
         let played = play.run(&scenario.name, &namespace, database, &time_zone).await;
         let marks = std::mem::take(&mut play.marks);
         let steps = play.steps.clone();
-        let alive = !matches!(played, Err(Stop::Broken(_)));
+        let checkpoints = std::mem::take(&mut play.checkpoints);
+        transcript.states = crate::trace::documents(&checkpoints, &profile);
+        transcript.model_states = crate::trace::documents(&model_states, &profile);
+        let broken = crate::invariants::check(&scenario.scenario, &profile.policy, &checkpoints);
+        let alive = !matches!(played, Err(Stop::Broken(_) | Stop::Interrupted(_)));
         if alive && !matches!(played, Ok(_)) {
             // The scenario stopped early: the adapter still closes what it made.
             let _ = session.client.request(Op::Teardown(Empty {})).await;
         }
         let log = session.client.take_log();
-        let failed = !matches!(played, Ok(_) | Err(Stop::Skip(_)));
+        transcript.exchanges = log.clone();
+        transcript.marks = marks.clone();
+        let failed = !matches!(played, Ok(_) | Err(Stop::Skip(_))) || !broken.is_empty();
         let tail = match (failed, self.session.take()) {
             // A failed scenario's process is not trusted again: killed now,
             // started anew for the next scenario.
@@ -282,17 +360,28 @@ impl AdapterTarget {
             (_, None) => Vec::new(),
         };
         let dropped = self.drop_namespace(&namespace).await;
+        let mut document = None;
         let verdict = match played {
             Err(Stop::Skip(reason)) => Verdict::Skipped(format!("{adapter}: {reason}")),
-            Err(Stop::Fail(why)) => Verdict::Fail(why),
+            Err(Stop::Interrupted(signal)) => {
+                Verdict::Skipped(format!("interrupted by {signal} mid-run; its namespace was dropped"))
+            }
+            Err(Stop::Fail(why)) => runner::with_invariants(Verdict::Fail(why), &broken),
             Err(Stop::Broken(e)) => Verdict::Fail(e.to_string()),
-            Ok(outcome) => self.judge(scenario, &adapter, &profile, outcome, &model_outcome),
+            Ok(outcome) => {
+                let (verdict, actual) = self.judge(&adapter, &profile, outcome, &model_outcome);
+                document = profile.is_reference().then_some(actual);
+                runner::with_invariants(verdict, &broken)
+            }
         };
         let verdict = match (verdict, dropped) {
             (Verdict::Fail(why), _) => {
-                let first = first_parting(&steps, &model_outcome.steps);
-                let trace = trace(&log, &marks, first);
-                Verdict::Fail(self.with_stderr(format!("{why}\n{trace}"), Some(tail)))
+                let first = first_parting(&steps, &model_outcome.steps, &transcript.states, &transcript.model_states);
+                let mut shown = format!("{why}\n{}", trace(&log, &marks, first));
+                if let Some(d) = first.and_then(|c| self.state_difference(transcript, c)) {
+                    shown.push_str(&format!("\nthe state there (instants relative to the clock):\n{d}"));
+                }
+                Verdict::Fail(self.with_stderr(shown, Some(tail)))
             }
             (v, Ok(())) => v,
             (Verdict::Skipped(r), Err(_)) => Verdict::Skipped(r),
@@ -303,26 +392,27 @@ impl AdapterTarget {
         {
             s.client.kill().await;
         }
-        verdict
+        (verdict, document)
     }
 
-    /// The adapter's outcome against the model's under its profile.
-    fn judge(
-        &self,
-        scenario: &LoadedScenario,
-        adapter: &str,
-        profile: &Profile,
-        outcome: Outcome,
-        model: &Outcome,
-    ) -> Verdict {
+    /// The adapter's outcome against the model's under its profile: the
+    /// verdict, and the adapter's compared document.
+    fn judge(&self, adapter: &str, profile: &Profile, outcome: Outcome, model: &Outcome) -> (Verdict, String) {
         let expected = runner::compared_document(model.clone(), profile);
         let actual = runner::compared_document(outcome, profile);
         let label = if profile.is_reference() { "model".to_owned() } else { format!("model under {adapter}'s policy") };
-        let _ = scenario;
-        match crate::diff::render(&label, &expected, &self.name(), &actual) {
+        let verdict = match crate::diff::render(&label, &expected, &self.name(), &actual) {
             None => Verdict::Ok,
             Some(d) => Verdict::Fail(format!("{} disagrees with the {label}\n{d}", self.name())),
-        }
+        };
+        (verdict, actual)
+    }
+
+    /// The difference between the model's state and the adapter's at
+    /// checkpoint `c`, when both were read and they differ.
+    fn state_difference(&self, transcript: &Transcript, c: usize) -> Option<String> {
+        let (model, ours) = (transcript.model_states.get(c)?, transcript.states.get(c)?);
+        crate::diff::render("model", model, &self.name(), ours)
     }
 
     /// Drops `namespace` on the adapter's database when it is still there
@@ -396,6 +486,8 @@ struct Play<'a> {
     steps: Vec<Option<StepResult>>,
     /// How many exchanges the log held when each step started.
     marks: Vec<usize>,
+    /// The state read after setup and after each step, for the invariants.
+    checkpoints: driver::Checkpoints,
     sent: usize,
 }
 
@@ -410,6 +502,7 @@ impl<'a> Play<'a> {
             claims: BTreeMap::new(),
             steps: Vec::new(),
             marks: Vec::new(),
+            checkpoints: driver::Checkpoints::new(),
             sent: 0,
         }
     }
@@ -429,27 +522,40 @@ impl<'a> Play<'a> {
         }
         self.expect_empty(Op::Setup(setup)).await?;
         self.clock().await?;
+        let mut outcome = self.read().await?;
         for step in &self.scenario.steps {
+            self.checkpoints.push(outcome);
             self.marks.push(self.sent);
             let result = self.step(step.value()).await?;
             self.steps.push(result);
+            outcome = self.read().await?;
         }
+        self.checkpoints.push(outcome.clone());
         self.marks.push(self.sent);
+        self.expect_empty(Op::Teardown(Empty {})).await?;
+        Ok(outcome)
+    }
+
+    /// A `read`, as an outcome at the current clock with the step results
+    /// so far: a checkpoint for the invariants, and after the last step
+    /// what is judged.
+    async fn read(&mut self) -> Result<Outcome, Stop> {
         let read = match self.request(Op::Read(Empty {})).await? {
             Answer::Ok(OpResult::Read(r)) => r,
             Answer::Ok(other) => unreachable!("a read decodes as a read, not {other:?}"),
             Answer::Error(e) => return Err(error_stop("read", e)),
         };
-        let outcome = read
-            .to_outcome(self.now, &self.profile.policy, self.steps.clone())
-            .map_err(|e| Stop::Fail(format!("the `read` cannot be judged: {e}")))?;
-        self.expect_empty(Op::Teardown(Empty {})).await?;
-        Ok(outcome)
+        read.to_outcome(self.now, &self.profile.policy, self.steps.clone())
+            .map_err(|e| Stop::Fail(format!("the `read` cannot be judged: {e}")))
     }
 
-    async fn request(&mut self, op: Op) -> Result<Answer, ClientError> {
+    /// Sends `op` and waits for its reply, or for Ctrl-C or SIGTERM.
+    async fn request(&mut self, op: Op) -> Result<Answer, Stop> {
         self.sent += 1;
-        self.client.request(op).await
+        tokio::select! {
+            answer = self.client.request(op) => answer.map_err(Stop::Broken),
+            signal = crate::interrupt::wait() => Err(Stop::Interrupted(signal)),
+        }
     }
 
     /// A request whose `ok` result is `{}`; any error reply stops the scenario.
@@ -669,19 +775,40 @@ fn error_stop(op: &str, e: ErrorBody) -> Stop {
     }
 }
 
-/// The index of the first step whose result differs between the adapter
-/// (`ours`, possibly cut short) and the model.
-fn first_parting(ours: &[Option<StepResult>], model: &[Option<StepResult>]) -> Option<usize> {
-    ours.iter().zip(model).position(|(a, b)| a != b)
+/// The model's run of `scenario` under the adapter's `profile`, with its
+/// state after setup and after every step in `states`.
+async fn model_run(scenario: &Scenario, profile: &Profile, states: &mut driver::Checkpoints) -> Outcome {
+    let model = crate::model::Model::under(scenario.schema, &profile.policy);
+    let mut resolved = crate::resolution::Resolved::new(model, profile.time_resolution);
+    driver::run_under(scenario, &profile.policy, &mut resolved, None, Some(states))
+        .await
+        .expect("the model never fails")
 }
 
-/// The exchanges up to and including step `first` (`marks[i]`: the log's
-/// length when step `i` started), or all of them when no step parted.
+/// The first checkpoint where the adapter and the model part (0: after
+/// setup, `i + 1`: after step `i`): the earlier of the first step whose
+/// result differs (`ours` possibly cut short) and the first state read
+/// back that differs.
+fn first_parting(
+    ours: &[Option<StepResult>],
+    model: &[Option<StepResult>],
+    states: &[String],
+    model_states: &[String],
+) -> Option<usize> {
+    let by_result = ours.iter().zip(model).position(|(a, b)| a != b).map(|i| i + 1);
+    let by_state = states.iter().zip(model_states).position(|(a, b)| a != b);
+    by_result.into_iter().chain(by_state).min()
+}
+
+/// The exchanges up to checkpoint `first` (`marks[i]`: the log's length
+/// when step `i` started, so checkpoint `c` ends at `marks[c]`), or all
+/// of them when nothing parted.
 fn trace(log: &[Exchange], marks: &[usize], first: Option<usize>) -> String {
-    let end = first.and_then(|i| marks.get(i + 1)).copied().unwrap_or(log.len()).min(log.len());
+    let end = first.and_then(|c| marks.get(c)).copied().unwrap_or(log.len()).min(log.len());
     let shown = match first {
-        Some(i) => {
-            format!("the requests and replies up to step {} (the first where the adapter and the model part):", i + 1)
+        Some(0) => "the requests and replies of setup (where the adapter and the model part):".to_owned(),
+        Some(c) => {
+            format!("the requests and replies up to step {c} (the first where the adapter and the model part):")
         }
         None => "the requests and replies:".to_owned(),
     };
@@ -723,12 +850,14 @@ mod tests {
         let log: Vec<Exchange> = (0..6).map(exchange).collect();
         // setup + clock, then steps starting at exchanges 2, 3 and 5.
         let marks = [2, 3, 5, 6];
-        let t = trace(&log, &marks, Some(1));
+        let t = trace(&log, &marks, Some(2));
         assert!(t.contains("up to step 2") && t.contains("req4") && !t.contains("req5"), "{t}");
+        let setup = trace(&log, &marks, Some(0));
+        assert!(setup.contains("of setup") && setup.contains("req1") && !setup.contains("req2"), "{setup}");
         assert!(t.ends_with("(1 more exchanges)"), "{t}");
         let all = trace(&log, &marks, None);
         assert!(all.contains("req5") && !all.contains("more exchanges"), "{all}");
-        let short = trace(&log[..3], &marks, Some(0));
+        let short = trace(&log[..3], &marks, Some(1));
         assert!(short.contains("req2"), "{short}");
         let long = [Exchange { request: "x".repeat(SHOWN_LINE_CHARS + 5), reply: None }];
         let t = trace(&long, &[], None);
@@ -736,11 +865,17 @@ mod tests {
     }
 
     #[test]
-    fn steps_part_where_results_differ() {
+    fn runs_part_where_a_result_or_a_state_first_differs() {
         let a = [Some(StepResult::Reap(1)), None, Some(StepResult::Claim(ClaimResult::Claimed))];
         let b = [Some(StepResult::Reap(1)), None, Some(StepResult::Claim(ClaimResult::NotClaimable))];
-        assert_eq!(first_parting(&a, &b), Some(2));
-        assert_eq!(first_parting(&a[..2], &b), None);
+        let same: Vec<String> = (0..4).map(|i| i.to_string()).collect();
+        assert_eq!(first_parting(&a, &b, &same, &same), Some(3));
+        assert_eq!(first_parting(&a[..2], &b, &same[..3], &same), None);
+        let mut differs = same.clone();
+        differs[1] = "x".into();
+        assert_eq!(first_parting(&a, &b, &differs, &same), Some(1), "the state after step 1 parts first");
+        differs[0] = "x".into();
+        assert_eq!(first_parting(&a, &a, &differs, &same), Some(0), "setup wrote other rows");
     }
 
     #[test]

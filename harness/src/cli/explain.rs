@@ -1,6 +1,7 @@
 //! `reapcheck explain SCENARIO [--db TARGET]`: the model's reasoning, step
 //! by step; with `--db`, interleaved with the SQL the target actually ran
-//! for each step and the first step where the two part.
+//! for each step and the first step where the two part. An adapter target
+//! (`--db adapter:<name>`) is explained by [`super::explain_adapter`].
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -26,7 +27,8 @@ pub struct ExplainArgs {
     /// (`grace/recent-beat`, or a part of one that names a single scenario).
     scenario: String,
     /// Also run the scenario on this target and show, under each step, the
-    /// statements it ran (name, file:line, bound values, result).
+    /// statements it ran (name, file:line, bound values, result), or for
+    /// `adapter:<name>` the requests and replies.
     #[arg(long, value_name = "TARGET")]
     db: Option<String>,
     #[command(flatten)]
@@ -45,6 +47,9 @@ pub fn explain(args: ExplainArgs) -> ExitCode {
             return ExitCode::from(EXIT_INVALID);
         }
     };
+    if let Some(name) = args.db.as_deref().and_then(|t| t.strip_prefix(reapcheck::config::ADAPTER_PREFIX)) {
+        return super::explain_adapter::explain(&loaded, name, &args.inputs);
+    }
     let target = match args.db.as_deref().map(|t| {
         Target::from_name(t)
             .ok_or_else(|| format!("unknown target `{t}` in --db: the targets are {}", reach::target_names()))
@@ -202,7 +207,7 @@ fn mark_parting(target: Target, checkpoint: usize, parted: &Parting, model: &[St
 }
 
 /// The model's notes, one group per step (each begins with `@ `).
-fn split_steps(notes: &[String]) -> Vec<Vec<String>> {
+pub(super) fn split_steps(notes: &[String]) -> Vec<Vec<String>> {
     let mut groups: Vec<Vec<String>> = Vec::new();
     for line in notes {
         if line.starts_with("@ ") || groups.is_empty() {

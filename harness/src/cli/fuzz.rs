@@ -6,10 +6,11 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use reapcheck::dialect::Dialect;
-use reapcheck::fuzz::{self, FuzzSettings, TargetFuzz};
+use reapcheck::adapter::target::AdapterTarget;
+use reapcheck::config::{ADAPTER_PREFIX, AdapterConfig};
+use reapcheck::fuzz::{self, Compared, FuzzSettings, TargetFuzz};
 use reapcheck::progress::Progress;
-use reapcheck::target::Target;
+use reapcheck::runner::{self, Verdict};
 
 use reapcheck::reach;
 
@@ -22,7 +23,8 @@ use super::{EXIT_FAILED, EXIT_INVALID};
 #[derive(clap::Args, Debug)]
 pub struct FuzzArgs {
     /// Targets, comma-separated: sqlite, postgres, mariadb, mysql, cockroach,
-    /// mssql, or `all`.
+    /// mssql, `adapter:<name>` (an `[adapters.<name>]` of reapcheck.toml),
+    /// or `all` (the databases).
     #[arg(long, default_value = "sqlite")]
     db: String,
     /// Generated cases per target.
@@ -52,8 +54,17 @@ pub fn fuzz(args: FuzzArgs) -> ExitCode {
         eprintln!("error: {message}");
         ExitCode::from(EXIT_INVALID)
     };
-    let targets = match parse_targets(&args.db) {
-        Ok(t) => t,
+    let (adapter_names, databases): (Vec<&str>, Vec<&str>) =
+        args.db.split(',').map(str::trim).filter(|t| !t.is_empty()).partition(|t| t.starts_with(ADAPTER_PREFIX));
+    let targets = match databases.is_empty() && !adapter_names.is_empty() {
+        true => Vec::new(),
+        false => match parse_targets(&databases.join(",")) {
+            Ok(t) => t,
+            Err(e) => return invalid(e),
+        },
+    };
+    let adapters = match adapter_configs(&adapter_names) {
+        Ok(a) => a,
         Err(e) => return invalid(e),
     };
     let required = match reach::required_targets() {
@@ -100,7 +111,35 @@ pub fn fuzz(args: FuzzArgs) -> ExitCode {
         drop(spinner);
         runtime.block_on(server.close());
         rates.push(format!("{target} {:.0}", result.cases_per_second()));
-        if print_result(&on, target, &result, &args, seed, dialect) {
+        let sql = match &args.dialects {
+            Some(d) => format!("through the {} dialect in {}", dialect.name, d.display()),
+            None => format!("through the built-in {} dialect", dialect.name),
+        };
+        let skipped_why = format!("{}'s profile declares absent", dialect.name);
+        if print_result(&on, target.name(), &sql, &skipped_why, &result, &args, seed) {
+            green += 1;
+        } else {
+            failed += 1;
+        }
+    }
+    for (config, root) in &adapters {
+        let name = config.target_name();
+        let mut target = match runtime.block_on(AdapterTarget::open(config, root)) {
+            Ok(t) => t,
+            Err(reason) => {
+                println!("FAIL     {name} not run: {reason}");
+                failed += 1;
+                continue;
+            }
+        };
+        let on = format!("{name} ({})", target.label());
+        let spinner = Progress::spinner(&format!("fuzz {name}: {} cases", args.cases));
+        let result = fuzz_adapter(&runtime, &mut target, &settings);
+        drop(spinner);
+        runtime.block_on(target.close());
+        rates.push(format!("{name} {:.1}", result.cases_per_second()));
+        let skipped_why = format!("{name}'s handshake declares absent");
+        if print_result(&on, &name, "through its adapter", &skipped_why, &result, &args, seed) {
             green += 1;
         } else {
             failed += 1;
@@ -117,8 +156,53 @@ pub fn fuzz(args: FuzzArgs) -> ExitCode {
     if failed > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
 }
 
-/// Prints one target's result; true when it agreed on every case.
-fn print_result(on: &str, target: Target, r: &TargetFuzz, args: &FuzzArgs, seed: u64, dialect: &Dialect) -> bool {
+/// The `[adapters.<name>]` of reapcheck.toml for each `adapter:<name>`,
+/// with the folder its command runs in.
+fn adapter_configs(names: &[&str]) -> Result<Vec<(AdapterConfig, PathBuf)>, String> {
+    if names.is_empty() {
+        return Ok(Vec::new());
+    }
+    let inputs = super::Inputs { scenarios: None, dialects: None };
+    let project = inputs.project().map_err(|errors| errors.join("\nerror: "))?;
+    names
+        .iter()
+        .map(|t| {
+            let name = &t[ADAPTER_PREFIX.len()..];
+            let config = project.adapter(name).cloned().ok_or_else(|| {
+                format!("no `[adapters.{name}]` in reapcheck.toml for --db {t}: docs/adapter-protocol.md shows how")
+            })?;
+            Ok((config, project.root.clone()))
+        })
+        .collect()
+}
+
+/// Fuzzes an adapter target: each generated case played through it and
+/// judged as `run` judges it (its verdict, under its declared policy).
+fn fuzz_adapter(runtime: &tokio::runtime::Runtime, target: &mut AdapterTarget, settings: &FuzzSettings) -> TargetFuzz {
+    let target = std::cell::RefCell::new(target);
+    fuzz::fuzz_with(settings, |loaded| {
+        let model = runtime.block_on(runner::check_model(loaded));
+        let run = runtime.block_on(target.borrow_mut().check(loaded, Some(&model)));
+        match run.verdict {
+            Verdict::Skipped(_) => Ok(Compared::Skipped),
+            Verdict::Fail(why) => Err(why),
+            Verdict::Ok | Verdict::New | Verdict::Diverged(_) => Ok(Compared::Agreed),
+        }
+    })
+}
+
+/// Prints one target's result; true when it agreed on every case. `sql`
+/// says what ran (`through the built-in sqlite dialect`), `skipped_why`
+/// who declares a skipped case's feature absent.
+fn print_result(
+    on: &str,
+    target: &str,
+    sql: &str,
+    skipped_why: &str,
+    r: &TargetFuzz,
+    args: &FuzzArgs,
+    seed: u64,
+) -> bool {
     let seconds = r.elapsed.as_secs_f64();
     let Some(failure) = &r.failure else {
         let compared = r.cases - r.skipped;
@@ -128,9 +212,9 @@ fn print_result(on: &str, target: Target, r: &TargetFuzz, args: &FuzzArgs, seed:
         }
         if r.skipped > 0 {
             println!(
-                "ok       {on}: {compared} cases agree with the model, {} skipped: they need a feature {}'s \
-                 profile declares absent ({seconds:.1} s)",
-                r.skipped, dialect.name
+                "ok       {on}: {compared} cases agree with the model, {} skipped: they need a feature \
+                 {skipped_why} ({seconds:.1} s)",
+                r.skipped
             );
         } else {
             println!("ok       {on}: {compared} cases agree with the model ({seconds:.1} s)");
@@ -145,25 +229,26 @@ fn print_result(on: &str, target: Target, r: &TargetFuzz, args: &FuzzArgs, seed:
         println!("    {line}");
     }
     let Some(case) = &failure.case else { return false };
-    let name = format!("{target}-{seed}");
+    // A file name without the `:` of `adapter:<name>`.
+    let name = format!("{}-{seed}", target.replace(':', "-"));
     let mut rerun = format!("reapcheck run --db {target} --scenarios {}", args.out.display());
     if let Some(d) = &args.dialects {
         rerun.push_str(&format!(" --dialects {}", d.display()));
     }
     rerun.push_str(&format!(" --exact {name}"));
-    let sql = match &args.dialects {
-        Some(d) => format!("the {} dialect in {}", dialect.name, d.display()),
-        None => format!("the built-in {} dialect", dialect.name),
-    };
     let description = format!(
-        "Found by `reapcheck fuzz --db {target} --seed {seed}` and shrunk: {target}, through {sql}, disagrees \
+        "Found by `reapcheck fuzz --db {target} --seed {seed}` and shrunk: {target}, {sql}, disagrees \
          with the reference model on this case. Rerun: {rerun}"
     );
     match fuzz::save(&args.out, &name, &case.to_scenario(&description)) {
         Ok(path) => {
             println!("    {}:1: the shrunk case", path.display());
             println!("    rerun: {rerun}");
-            println!("    the model's reasoning: reapcheck explain {}", path.display());
+            let mut explain = format!("reapcheck explain {} --db {target}", path.display());
+            if let Some(d) = &args.dialects {
+                explain.push_str(&format!(" --dialects {}", d.display()));
+            }
+            println!("    step by step beside the model: {explain}");
         }
         Err(e) => println!("    error: {e}"),
     }

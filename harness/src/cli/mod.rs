@@ -5,6 +5,7 @@ mod adapter;
 mod bench;
 mod check;
 mod explain;
+mod explain_adapter;
 mod fuzz;
 mod help;
 mod init;

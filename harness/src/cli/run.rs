@@ -587,17 +587,38 @@ async fn run_adapters(
         if let Some(line) = target.describe_policy() {
             progress.suspend(|| println!("{line}"));
         }
+        if args.coverage {
+            progress.suspend(|| {
+                println!(
+                    "coverage on {name} not judged: reapcheck sees an adapter's requests, not its queue's SQL \
+                     (--coverage counts a dialect folder's statements)"
+                )
+            });
+        }
         for (s, model) in scenarios.iter().zip(models) {
             let started = Instant::now();
-            let verdict = match interrupt::interrupted() {
-                Some(signal) => not_started(signal),
-                None => AssertUnwindSafe(target.check(s, model.as_ref()))
-                    .catch_unwind()
-                    .await
-                    .unwrap_or_else(|panic| Verdict::Fail(runner::panicked("check", panic.as_ref()).to_string())),
+            let (verdict, document, traced) = match interrupt::interrupted() {
+                Some(signal) => (not_started(signal), None, None),
+                None => match AssertUnwindSafe(target.check(s, model.as_ref())).catch_unwind().await {
+                    // A failure carries its exchanges already; `--trace` shows a pass's.
+                    Ok(run) => {
+                        let traced = (args.trace && !run.verdict.is_failure() && !run.transcript.exchanges.is_empty())
+                            .then(|| run.transcript.render());
+                        (run.verdict, run.document, traced)
+                    }
+                    Err(panic) => (Verdict::Fail(runner::panicked("check", panic.as_ref()).to_string()), None, None),
+                },
             };
-            let record = record(s, &name, target.label(), verdict, started, None, args);
-            progress.suspend(|| print_line(&record, s));
+            // As for a database target, only a reference document is hashed:
+            // `verdict` then compares it with SQL mode's and the model's.
+            let hash = document.map(|d| outcomes::hash(d.as_bytes()));
+            let record = record(s, &name, target.label(), verdict, started, hash, args);
+            progress.suspend(|| {
+                print_line(&record, s);
+                if let Some(t) = &traced {
+                    print!("{}", indent(t));
+                }
+            });
             progress.inc(1);
             records.push(record);
         }

@@ -163,6 +163,14 @@ pub fn fuzz_target(
     target: Target,
     settings: &FuzzSettings,
 ) -> TargetFuzz {
+    fuzz_with(settings, |loaded| handle.block_on(compare(server, dialect, target, loaded)))
+}
+
+/// Runs `settings.cases` generated cases through `compare` (a case loaded
+/// as a scenario; `Err` with the difference when it disagrees with the
+/// model), shrinking the first difference to a minimal case. The one loop
+/// behind every fuzzed target, database or adapter.
+pub fn fuzz_with(settings: &FuzzSettings, compare: impl Fn(&LoadedScenario) -> Result<Compared, String>) -> TargetFuzz {
     let cases = AtomicU64::new(0);
     let skipped = AtomicU64::new(0);
     let shrink_runs = AtomicU64::new(0);
@@ -172,8 +180,7 @@ pub fn fuzz_target(
     let result = runner.run(&strategy::case(), |case| {
         let counter = if failed.load(Ordering::Relaxed) { &shrink_runs } else { &cases };
         counter.fetch_add(1, Ordering::Relaxed);
-        let checked = load(&case, "fuzz", "a generated case")
-            .and_then(|(_, loaded)| handle.block_on(compare(server, dialect, target, &loaded)));
+        let checked = load(&case, "fuzz", "a generated case").and_then(|(_, loaded)| compare(&loaded));
         if checked == Ok(Compared::Skipped) && !failed.load(Ordering::Relaxed) {
             skipped.fetch_add(1, Ordering::Relaxed);
         }

@@ -14,7 +14,8 @@ mod metamorphic;
 
 pub use case::{Case, ClassCase, Edge, JobCase, LeaseCase, Offset, StepCase};
 pub use check::{
-    Failure, FuzzSettings, TargetFuzz, compare, fuzz_target, load, model_outcome, rng, test_runner, to_yaml,
+    Compared, Failure, FuzzSettings, TargetFuzz, compare, fuzz_target, fuzz_with, load, model_outcome, rng,
+    test_runner, to_yaml,
 };
 pub use save::{SaveError, SaveErrorKind, save};
 pub use strategy::case;
