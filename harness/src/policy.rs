@@ -363,6 +363,45 @@ impl Policy {
 
 /// The policy in words, one knob after another (`run`'s opening line and
 /// `explain`).
+impl Policy {
+    /// The decisions alone, without the reasons: `(knob, value)` for every
+    /// knob declared, in knob order. Two policies with equal decisions
+    /// decide every scenario alike, whatever their reasons say.
+    pub fn decisions(&self) -> Vec<(&'static str, String)> {
+        let mut d: Vec<(&'static str, String)> = self.declared.iter().map(|(k, v, _)| (*k, v.clone())).collect();
+        d.sort();
+        d
+    }
+}
+
+/// Why the dialects of one port cannot all be judged together: two of
+/// them declare different policies (docs/policy.md, "Declaring it": one
+/// queue has one design, on every database). `named` is each dialect's
+/// name with its policy; `None` when they agree.
+pub fn disagreement<'a>(named: impl IntoIterator<Item = (&'a str, &'a Policy)>) -> Option<String> {
+    let mut named = named.into_iter();
+    let (first_name, first) = named.next()?;
+    let (name, other) = named.find(|(_, p)| p.decisions() != first.decisions())?;
+    let (a, b) = (first.decisions(), other.decisions());
+    let value = |d: &[(&'static str, String)], knob: &str| {
+        d.iter().find(|(k, _)| *k == knob).map_or_else(|| "the reference".to_owned(), |(_, v)| format!("`{v}`"))
+    };
+    let mut knobs: Vec<&str> = a.iter().chain(&b).map(|(k, _)| *k).collect();
+    knobs.sort_unstable();
+    knobs.dedup();
+    let differing: Vec<String> = knobs
+        .into_iter()
+        .filter(|k| value(&a, k) != value(&b, k))
+        .map(|k| format!("{k}: {} in {first_name}, {} in {name}", value(&a, k), value(&b, k)))
+        .collect();
+    Some(format!(
+        "the {first_name} and {name} dialects declare different policies ({}): one queue has one design on \
+         every database, so declare the same [policy.*] and [state.*] in each dialect.toml (reasons may \
+         differ), or run them as two ports",
+        differing.join("; ")
+    ))
+}
+
 impl fmt::Display for Policy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.declared.is_empty() {
@@ -597,6 +636,21 @@ mod tests {
         }
         let f: File = toml::from_str(text).map_err(|e| PolicyError { message: e.to_string(), offset: None })?;
         Policy::from_files(f.policy, f.state)
+    }
+
+    #[test]
+    fn dialects_of_one_port_must_agree_on_their_decisions_not_their_reasons() {
+        let lt = parse("[policy.staleness]\nvalue = \"<\"\nreason = \"a\"\n").unwrap();
+        let le = parse("[policy.staleness]\nvalue = \"<=\"\nreason = \"a\"\n").unwrap();
+        let le_worded = parse("[policy.staleness]\nvalue = \"<=\"\nreason = \"worded otherwise\"\n").unwrap();
+        assert_eq!(disagreement([("sqlite", &le), ("postgres", &le_worded)]), None);
+        let why = disagreement([("sqlite", &le), ("postgres", &le_worded), ("mysql", &lt)]).unwrap();
+        assert!(why.starts_with("the sqlite and mysql dialects declare different policies"), "{why}");
+        assert!(why.contains("(staleness: `<=` in sqlite, `<` in mysql)"), "{why}");
+        let reference = Policy::default();
+        let why = disagreement([("sqlite", &reference), ("postgres", &le)]).unwrap();
+        assert!(why.contains("(staleness: the reference in sqlite, `<=` in postgres)"), "{why}");
+        assert_eq!(disagreement(std::iter::empty()), None);
     }
 
     #[test]

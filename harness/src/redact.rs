@@ -109,6 +109,20 @@ fn userinfo_password(text: &str) -> Option<(usize, usize)> {
         {
             return Some((authority_start + colon + 1, authority_start + at));
         }
+        // A password with an unencoded `/`, `?` or `#` (which a URL parser
+        // refuses, and echoes): `user:` with a plain user name, then
+        // everything up to the last `@` before the next blank or quote.
+        let word_end = text[authority_start..]
+            .find(|c: char| c.is_whitespace() || c == '"' || c == '\'')
+            .map_or(text.len(), |i| authority_start + i);
+        let word = &text[authority_start..word_end];
+        if let Some(colon) = word.find(':')
+            && !word[..colon].contains(['/', '?', '#', '@'])
+            && let Some(at) = word.rfind('@')
+            && colon + 1 < at
+        {
+            return Some((authority_start + colon + 1, authority_start + at));
+        }
         from = authority_start;
     }
     None
@@ -242,6 +256,15 @@ mod tests {
         "postgres://127.0.0.1:5449/test?user=u&password=***&x=1"
     )]
     #[case::sslpassword("postgres://h/db?sslpassword=SECRET", "postgres://h/db?sslpassword=***")]
+    #[case::unencoded_slash(
+        "cannot reach postgres://postgres:ab/cdSECRET@127.0.0.1:5432/test: invalid port number",
+        "cannot reach postgres://postgres:***@127.0.0.1:5432/test: invalid port number"
+    )]
+    #[case::unencoded_hash_and_question_mark("mysql://root:a#b?cSECRET@h/test", "mysql://root:***@h/test")]
+    #[case::at_in_a_query_is_not_a_password(
+        "postgres://u@h:5432/db?application_name=x@y",
+        "postgres://u@h:5432/db?application_name=x@y"
+    )]
     #[case::libpq(
         "host=127.0.0.1 port=1 password=SECRET dbname=test",
         "host=127.0.0.1 port=1 password=*** dbname=test"

@@ -679,3 +679,44 @@ fn the_dbsched_revive_without_its_heartbeat_recheck_fails() {
         assert_eq!(port_failures(&out, *t).0, expected, "{t}: {out}");
     }
 }
+
+/// A copy of the dbsched port whose postgres dialect says `<` where the
+/// others say `<=`.
+fn dbsched_with_mixed_staleness() -> PathBuf {
+    let scratch = std::env::temp_dir().join(format!("reapcheck-ports-mixed-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    for dialect in ["sqlite", "postgres", "mysql"] {
+        let from = root().join("harness/tests/ports/dbsched").join(dialect);
+        let to = scratch.join(dialect);
+        std::fs::create_dir_all(&to).unwrap();
+        for entry in std::fs::read_dir(&from).unwrap() {
+            let path = entry.unwrap().path();
+            let mut text = std::fs::read_to_string(&path).unwrap();
+            if dialect == "postgres" && path.ends_with("dialect.toml") {
+                text = text.replacen("[policy.staleness]\nvalue = \"<=\"", "[policy.staleness]\nvalue = \"<\"", 1);
+            }
+            std::fs::write(to.join(path.file_name().unwrap()), text).unwrap();
+        }
+    }
+    scratch
+}
+
+#[test]
+fn dialects_of_one_port_with_different_policies_are_refused_before_anything_runs() {
+    let dir = dbsched_with_mixed_staleness();
+    let shown = dir.display().to_string();
+    let o = reapcheck(&["check", "--dialects", &shown], &[]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{}{err}", text(&o.stdout));
+    assert!(err.contains("dialects declare different policies"), "{err}");
+    assert!(err.contains("(staleness: `<=` in mysql, `<` in postgres)"), "{err}");
+    let o = reapcheck(&["run", "--dialects", &shown, "--db", "sqlite,postgres", "--allow-skip"], &[]);
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(2), "{out}{err}");
+    assert!(err.contains("the sqlite and postgres dialects declare different policies"), "{err}");
+    assert!(!out.contains("ok "), "nothing ran\n{out}");
+    // One dialect alone is one design: it runs.
+    let o = reapcheck(&["run", "--dialects", &shown, "--db", "sqlite", "--exact", "grace/recent-beat"], &[]);
+    assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -33,6 +33,12 @@ pub fn check(args: CheckArgs) -> ExitCode {
         report(e);
         invalid = true;
     }
+    if let Ok(loaded) = &dialects
+        && let Some(why) = reapcheck::policy::disagreement(loaded.iter().map(|d| (d.name.as_str(), &d.profile.policy)))
+    {
+        eprintln!("error: {why}");
+        invalid = true;
+    }
     if invalid {
         return ExitCode::from(EXIT_INVALID);
     }

@@ -288,6 +288,10 @@ pub fn run(args: RunArgs) -> ExitCode {
     };
     interrupt::install();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime starts");
+    if let Some(why) = reapcheck::policy::disagreement(dialects.iter().map(|d| (d.name.as_str(), &d.profile.policy))) {
+        eprintln!("error: {why}");
+        return ExitCode::from(EXIT_INVALID);
+    }
     let pin_errors = runtime.block_on(runner::pin_problems(&scenarios, &dialects, args.filters.is_empty()));
     if !pin_errors.is_empty() {
         pin_errors.iter().for_each(|e| eprintln!("error: {e}"));
@@ -509,6 +513,16 @@ async fn run_all(args: &RunArgs, plan: &Plan<'_>) -> (Vec<CaseRecord>, Vec<Cover
                     (args.accept, &verdict, declared, pin, &run.yaml)
                 {
                     verdict = accept_pin(pin, document);
+                }
+                // A pin that holds only its reason pins nothing yet: it must
+                // never let the case it names pass (docs/policy.md, "Pinned outcomes").
+                if let (false, Verdict::New, false, Some(pin)) = (args.accept, &verdict, declared, pin) {
+                    verdict = Verdict::Fail(format!(
+                        "{} has a reason but no `outcome` yet, so nothing is compared: record what {target} gives \
+                         with `reapcheck run --db {target} --accept --exact {}` and read it before committing",
+                        pin.path.display(),
+                        s.name
+                    ));
                 }
                 let accept = format!("reapcheck run --db {target} --accept --exact {}", s.name);
                 let verdict = runner::under_ci(verdict, &accept);
