@@ -196,6 +196,11 @@ impl<'a, E: Engine> Session<'a, E> {
         let now = self.now;
         // An entry with `count` stands for several rows, each inserted alone.
         for (job, id) in self.scenario.jobs.iter().flat_map(|j| j.ids().into_iter().map(move |id| (j, id))) {
+            // Every store, the model and the SQL alike, gets the rows the
+            // queue would hold under its policy.
+            if !self.policy.keeps(job.status) {
+                continue;
+            }
             let declared = &self.scenario.classes[job.class.as_str()];
             let processing = job.status == crate::outcome::Status::Processing;
             let claim_timeout = match job.claim_timeout {
@@ -216,7 +221,12 @@ impl<'a, E: Engine> Session<'a, E> {
                 max_retries: job.max_retries.unwrap_or(declared.max_retries),
                 claim_timeout,
                 claim_token: token,
-                heartbeat_at: job.heartbeat.as_ref().map(|t| resolve(t, now, "heartbeat")).transpose()?,
+                heartbeat_at: self.policy.setup_heartbeat(
+                    self.scenario.schema,
+                    job.status,
+                    job.heartbeat.as_ref().map(|t| resolve(t, now, "heartbeat")).transpose()?,
+                    resolve(&job.claimed, now, "claimed")?,
+                ),
                 run_at: resolve(&job.run_at, now, "run_at")?,
                 updated_at: resolve(&job.claimed, now, "claimed")?,
                 failed_at: None,

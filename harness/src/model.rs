@@ -35,9 +35,9 @@ impl Model {
     }
 
     /// Whether a claim writes `heartbeat_at` (`claim_window = none`, on a
-    /// table that has the column): then a setup row in `processing` without
-    /// a beat is stored as having beat at its claim (`updated_at`), as the
-    /// claim that made it would have written.
+    /// table that has the column). A setup row claimed before the scenario
+    /// gets its beat from the driver ([`Policy::setup_heartbeat`]), as
+    /// every store does.
     fn claim_beats(&self) -> bool {
         self.policy.claim_window == ClaimWindow::None && self.schema == Schema::Standard
     }
@@ -72,12 +72,7 @@ impl Model {
     fn answer(&mut self, call: Call) -> Reply {
         match call {
             Call::SetTimeZone { .. } | Call::CreateSchema => Reply::Done,
-            Call::InsertJob(mut row) => {
-                // With no claim window the claim writes the heartbeat, so a
-                // processing row that never beat has beat at its claim.
-                if self.claim_beats() && row.status == Status::Processing {
-                    row.heartbeat_at = row.heartbeat_at.or(Some(row.updated_at));
-                }
+            Call::InsertJob(row) => {
                 self.jobs.insert(row.id.clone(), row);
                 Reply::Done
             }
@@ -320,25 +315,6 @@ mod tests {
         assert_eq!(m.answer(claim(11)), Reply::Changed(0));
         let r = &m.jobs["a"];
         assert_eq!((r.status, r.attempts, r.heartbeat_at, r.updated_at), (Status::Processing, 2, None, at(10)));
-    }
-
-    #[test]
-    fn without_a_claim_window_a_processing_row_has_beat_at_its_claim() {
-        let policy = Policy { claim_window: ClaimWindow::None, ..Policy::default() };
-        let mut m = Model::under(Schema::Standard, &policy);
-        m.answer(Call::InsertJob(processing("never", -100, None)));
-        m.answer(Call::InsertJob(processing("beat", -100, Some(-10))));
-        let mut pending = processing("pending", -100, None);
-        pending.status = Status::Pending;
-        m.answer(Call::InsertJob(pending));
-        assert_eq!(m.jobs["never"].heartbeat_at, Some(at(-100)), "the claim wrote the beat");
-        assert_eq!(m.jobs["beat"].heartbeat_at, Some(at(-10)));
-        assert_eq!(m.jobs["pending"].heartbeat_at, None, "only a claimed row has beat");
-        let reference = model(Schema::Standard, vec![processing("never", -100, None)]);
-        assert_eq!(reference.jobs["never"].heartbeat_at, None);
-        let mut legacy = Model::under(Schema::Legacy, &policy);
-        legacy.answer(Call::InsertJob(processing("never", -100, None)));
-        assert_eq!(legacy.jobs["never"].heartbeat_at, None, "the legacy table has no heartbeat column");
     }
 
     #[test]

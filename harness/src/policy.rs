@@ -303,6 +303,31 @@ impl Policy {
         Policy { declared: Vec::new(), ..self.clone() } == Policy::default()
     }
 
+    /// Whether the queue holds a row in `status` at all: under
+    /// `finished_rows = deleted` a finished (completed, failed or
+    /// interrupted) row is gone, so a scenario's setup row in such a state
+    /// is not written (docs/policy.md, "State a queue does not keep").
+    pub fn keeps(&self, status: crate::outcome::Status) -> bool {
+        use crate::outcome::Status;
+        self.finished_rows == FinishedRows::Kept || matches!(status, Status::Pending | Status::Processing)
+    }
+
+    /// The heartbeat a scenario's setup row holds: its own `heartbeat`;
+    /// or, where a claim writes the heartbeat (`claim_window = none`, on
+    /// the standard table), a `processing` row that never beat has beat at
+    /// its claim, `claimed` (its `updated_at`), as the claim that made it
+    /// would have written (docs/policy.md, "The knobs").
+    pub fn setup_heartbeat(
+        &self,
+        schema: crate::scenario::Schema,
+        status: crate::outcome::Status,
+        heartbeat: Option<crate::time::Instant>,
+        claimed: crate::time::Instant,
+    ) -> Option<crate::time::Instant> {
+        let claim_beats = self.claim_window == ClaimWindow::None && schema == crate::scenario::Schema::Standard;
+        heartbeat.or_else(|| (claim_beats && status == crate::outcome::Status::Processing).then_some(claimed))
+    }
+
     /// Whether the outcome's comparison drops something (absent fields or
     /// deleted rows): what only those could decide is not judged.
     pub fn hides_state(&self) -> bool {
@@ -636,6 +661,27 @@ mod tests {
         }
         let f: File = toml::from_str(text).map_err(|e| PolicyError { message: e.to_string(), offset: None })?;
         Policy::from_files(f.policy, f.state)
+    }
+
+    #[test]
+    fn setup_rows_are_what_the_queue_would_hold() {
+        use crate::outcome::Status;
+        use crate::scenario::Schema;
+        use crate::time::Instant;
+        let (claimed, beat) = (Instant::from_unix_micros(100), Instant::from_unix_micros(150));
+        let none = Policy { claim_window: ClaimWindow::None, ..Policy::default() };
+        let setup = |p: &Policy, schema, status, hb| p.setup_heartbeat(schema, status, hb, claimed);
+        assert_eq!(setup(&none, Schema::Standard, Status::Processing, None), Some(claimed), "the claim wrote the beat");
+        assert_eq!(setup(&none, Schema::Standard, Status::Processing, Some(beat)), Some(beat));
+        assert_eq!(setup(&none, Schema::Standard, Status::Pending, None), None, "only a claimed row has beat");
+        assert_eq!(setup(&none, Schema::Legacy, Status::Processing, None), None, "no heartbeat column");
+        assert_eq!(setup(&Policy::default(), Schema::Standard, Status::Processing, None), None);
+        let deleted = Policy { finished_rows: FinishedRows::Deleted, ..Policy::default() };
+        assert!(deleted.keeps(Status::Pending) && deleted.keeps(Status::Processing));
+        for finished in [Status::Completed, Status::Failed, Status::Interrupted] {
+            assert!(!deleted.keeps(finished), "{finished:?}");
+            assert!(Policy::default().keeps(finished), "{finished:?}");
+        }
     }
 
     #[test]

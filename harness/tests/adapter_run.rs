@@ -164,7 +164,8 @@ fn an_adapter_that_cannot_start_fails_its_target_unless_skips_are_allowed() {
 
 /// An adapter in `sh` whose `MODE` (from its `env` in reapcheck.toml)
 /// decides: `stuck` answers every `clock` with a clock that never moved,
-/// `unsupported` refuses `setup` as something its queue cannot do.
+/// `unsupported` refuses `setup` as something its queue cannot do, `leak`
+/// raises in `setup` with a message and traceback that hold a password.
 const MODED: &str = r#"while read -r line; do
   seq=$(printf '%s' "$line" | sed 's/^{"seq":\([0-9]*\).*/\1/')
   case "$line" in
@@ -173,6 +174,8 @@ const MODED: &str = r#"while read -r line; do
     *'"op":"setup"'*)
       if [ "$MODE" = unsupported ]; then
         echo '{"seq":'"$seq"',"reply":"error","kind":"unsupported","message":"this queue has no such table"}'
+      elif [ "$MODE" = leak ]; then
+        echo '{"seq":'"$seq"',"reply":"error","kind":"exception","message":"boom postgres://app:s3cretpw@db:5432/test","traceback":"connect(password=s3cretpw)"}'
       else
         echo '{"seq":'"$seq"',"reply":"ok","result":{}}'
       fi ;;
@@ -297,4 +300,22 @@ fn fuzz_through_an_adapter_agrees_on_the_reference_and_shrinks_a_broken_one() {
         &["run", "--db", "adapter:forgetful", "--scenarios", "fuzz-failures", "--exact", "adapter-forgetful-5"],
     );
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+}
+
+#[test]
+fn an_exception_reply_that_echoes_a_password_is_shown_redacted() {
+    let config =
+        "[adapters.leak]\ncommand = [\"sh\", \"moded.sh\"]\ndatabase = \"sqlite\"\nenv = { MODE = \"leak\" }\n";
+    let project = Project::new("leak", config);
+    std::fs::write(project.path().join("moded.sh"), MODED).expect("script written");
+    let o = reapcheck_in(
+        project.path(),
+        &["run", "--db", "adapter:leak", "--exact", "grace/beat-older-than-claim", "--report", "out"],
+    );
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("`setup` raised: boom postgres://app:***@db:5432/test"), "{out}");
+    assert!(!out.contains("s3cretpw"), "{out}");
+    let report = std::fs::read_to_string(project.path().join("out/outcomes.json")).expect("outcomes.json");
+    assert!(!report.contains("s3cretpw"), "{report}");
 }

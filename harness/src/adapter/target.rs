@@ -150,6 +150,15 @@ impl AdapterTarget {
             let dialect = Dialect::load(&Source::Embedded, database.dialect())
                 .map_err(|e| format!("the builtin {} dialect does not load: {}", database.dialect(), e[0]))?;
             let swept = runner::sweep(&server, &dialect).await;
+            if !swept.removed.is_empty() {
+                println!(
+                    "removed {} namespaces left on {database} (adapter {}) by earlier runs (their process is gone, \
+                     or they are over {} h old)",
+                    swept.removed.len(),
+                    config.name,
+                    crate::namespace::MAX_AGE.as_secs() / 3600
+                );
+            }
             swept.errors.iter().for_each(|e| eprintln!("warning: {database}: {e}"));
             (Some(url), Some(Store { server, dialect }))
         };
@@ -392,6 +401,15 @@ impl AdapterTarget {
         {
             s.client.kill().await;
         }
+        // An adapter's own words (an exception's message and traceback, a
+        // refusal) may echo the URL it was given: the one redactor sees
+        // every line a verdict shows.
+        let verdict = match verdict {
+            Verdict::Fail(detail) => Verdict::Fail(self.redact(&detail)),
+            Verdict::Skipped(reason) => Verdict::Skipped(self.redact(&reason)),
+            Verdict::Diverged(reason) => Verdict::Diverged(self.redact(&reason)),
+            other => other,
+        };
         (verdict, document)
     }
 
@@ -573,7 +591,8 @@ impl<'a> Play<'a> {
         let now = s.now;
         let out_of_range = |what: &str| Stop::Fail(format!("the scenario's {what} leaves the time range"));
         let mut jobs = Vec::new();
-        for job in &s.jobs {
+        let policy = &self.profile.policy;
+        for job in s.jobs.iter().filter(|j| policy.keeps(j.status)) {
             let class = &s.classes[job.class.as_str()];
             for id in job.ids() {
                 let processing = job.status == Status::Processing;
@@ -585,6 +604,9 @@ impl<'a> Play<'a> {
                     Some(t) => Some(t.checked_resolve(now).ok_or_else(|| out_of_range("heartbeat"))?),
                     None => None,
                 };
+                // As the driver writes it (Policy::setup_heartbeat).
+                let claimed = job.claimed.checked_resolve(now).ok_or_else(|| out_of_range("claimed"))?;
+                let heartbeat_at = policy.setup_heartbeat(s.schema, job.status, heartbeat_at, claimed);
                 jobs.push(SetupJob {
                     id: id.clone(),
                     class: job.class.to_string(),
