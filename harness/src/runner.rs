@@ -216,6 +216,20 @@ pub async fn check_target(
                     yaml,
                 ),
             };
+            // An outcome that agrees can hide a state between steps that
+            // does not (a token left on a requeued row, then overwritten):
+            // every checkpoint is judged, not only the last. A pin or a
+            // declared divergence pins the final document alone.
+            let verdict = match (verdict, declared.is_none() && pin.is_none()) {
+                (Verdict::Ok, true) => match states_part(scenario, dialect, &states).await {
+                    Some(step) => Verdict::Fail(format!(
+                        "{target} ends as the model does, but its state after {step} is not the model's \
+                         (the trace below shows where and how)"
+                    )),
+                    None => Verdict::Ok,
+                },
+                (verdict, _) => verdict,
+            };
             (with_invariants(verdict, &broken), Some(yaml))
         }
     };
@@ -227,6 +241,24 @@ pub async fn check_target(
         other => other,
     };
     TargetRun { verdict, yaml, log: run.log }
+}
+
+/// Where the target's checkpoints (`states`: after setup and after every
+/// step) first differ from the model's under the dialect's profile, as
+/// `setup` or `step N` (1-based); `None` when they all agree.
+async fn states_part(scenario: &LoadedScenario, dialect: &Dialect, states: &driver::Checkpoints) -> Option<String> {
+    let s = &scenario.scenario;
+    let profile = &dialect.profile;
+    let mut model_states = driver::Checkpoints::new();
+    let mut model = Resolved::new(Model::under(s.schema, &profile.policy), profile.time_resolution);
+    driver::run_under(s, &profile.policy, &mut model, None, Some(&mut model_states)).await.ok()?;
+    let (model_docs, docs) =
+        (crate::trace::documents(&model_states, profile), crate::trace::documents(states, profile));
+    match crate::trace::parting(&model_docs, &docs, false) {
+        crate::trace::Parting::Setup => Some("setup".to_owned()),
+        crate::trace::Parting::Step(i) => Some(format!("step {}", i + 1)),
+        crate::trace::Parting::Error(_) | crate::trace::Parting::Never => None,
+    }
 }
 
 /// A target's document against its dialect's pinned outcome

@@ -379,7 +379,17 @@ impl AdapterTarget {
             Err(Stop::Broken(e)) => Verdict::Fail(e.to_string()),
             Ok(outcome) => {
                 let (verdict, actual) = self.judge(&adapter, &profile, outcome, &model_outcome);
-                document = profile.is_reference().then_some(actual);
+                // Every state read between steps is judged, not only the last.
+                let parted = transcript.states.iter().zip(&transcript.model_states).position(|(a, b)| a != b);
+                let verdict = match (verdict, parted) {
+                    (Verdict::Ok, Some(c)) => Verdict::Fail(format!(
+                        "{} ends as the model does, but its state after {} is not the model's",
+                        self.name(),
+                        if c == 0 { "setup".to_owned() } else { format!("step {c}") }
+                    )),
+                    (verdict, _) => verdict,
+                };
+                document = (profile.is_reference() && verdict == Verdict::Ok).then_some(actual);
                 runner::with_invariants(verdict, &broken)
             }
         };
