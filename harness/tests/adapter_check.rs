@@ -193,3 +193,51 @@ fn every_json_example_of_the_protocol_doc_validates() {
     }
     assert!(requests.len() >= 5 && replies >= 5, "{} requests, {replies} replies", requests.len());
 }
+
+#[test]
+fn an_exception_to_a_step_every_queue_has_fails() {
+    let o = broken("raises_on_claim");
+    fails("raises_on_claim", &o, "claim", 4, "the adapter raised on `claim`: KeyError: 'a'", None);
+}
+
+#[test]
+fn a_setup_unsupported_on_sqlite_fails_and_names_the_database_flag() {
+    let o = broken("setup_unsupported");
+    fails("setup_unsupported", &o, "setup", 2, "give `--db <target>`", None);
+    // On a database the adapter's setup is answered, and the check passes.
+    let Some(url) = std::env::var("REAPCHECK_POSTGRES_URL").ok().filter(|u| !u.is_empty()) else {
+        eprintln!("skipped the --db postgres half: REAPCHECK_POSTGRES_URL is not set");
+        return;
+    };
+    let o = broken_with("setup_unsupported", &["--db", "postgres"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains(r#""database":{"target":"postgres","url":"#), "{out}");
+    let _ = url;
+}
+
+#[test]
+fn the_reference_adapter_passes_on_postgres_and_leaves_no_namespace() {
+    let Some(url) = std::env::var("REAPCHECK_POSTGRES_URL").ok().filter(|u| !u.is_empty()) else {
+        eprintln!("skipped: REAPCHECK_POSTGRES_URL is not set");
+        return;
+    };
+    let o = check(&[env!("CARGO_BIN_EXE_reapcheck"), "adapter", "serve", "--db", "postgres"], &["--db", "postgres"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains(r#"< {"seq":7,"reply":"ok","result":{"changed":1}}"#), "{out}");
+    let namespace = out
+        .split(r#""namespace":""#)
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("the setup names its namespace")
+        .to_owned();
+    let listed = Command::new("psql")
+        .args([url.as_str(), "-Atc", &format!("SELECT count(*) FROM pg_namespace WHERE nspname = '{namespace}'")])
+        .output()
+        .expect("psql runs (PostgreSQL's client, beside the server this test uses)");
+    assert!(listed.status.success(), "{}", String::from_utf8_lossy(&listed.stderr));
+    assert_eq!(String::from_utf8_lossy(&listed.stdout).trim(), "0", "{namespace} was left behind");
+    let o = check(&["true"], &["--db", "postgres"]);
+    assert_ne!(o.status.code(), Some(0));
+}

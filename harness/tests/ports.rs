@@ -460,19 +460,25 @@ const DBSCHED_KNOBS: &[(&str, &[&str])] = &[
     (
         "claim_window",
         &[
+            "app-zone/fall-back-live-job",
             "app-zone/odd-offset",
+            "app-zone/spring-forward-dead-job",
             "batch/dead-behind-a-full-batch",
             "boundaries/claim-window-exact",
             "boundaries/claim-window-exact-after-claim",
             "boundaries/claim-window-short-timeout",
             "boundaries/run-at-now",
+            "boundaries/sub-second-steps",
             "claim/clears-previous-heartbeat",
             "claim/not-pending",
             "claim/writes-class-timeout",
             "fencing/stale-complete-after-reap",
+            "fencing/stale-complete-after-reclaim",
             "fencing/stale-complete-while-processing",
             "fencing/stale-fail",
             "fencing/stale-heartbeat",
+            "grace/beat-older-than-claim",
+            "grace/beat-stamped-before-claim",
             "grace/class-override-longer",
             "grace/never-beat",
             "outcomes/backoff-doubles",
@@ -494,13 +500,16 @@ const DBSCHED_KNOBS: &[(&str, &[&str])] = &[
             "time/dst-fall-back-fold",
             "time/dst-spring-forward-gap",
             "time/dst-spring-forward-setup-rows",
+            "time/london-fold-heartbeat",
             "time/london-fold-setup-rows",
             "time/london-gap-claim-and-run-at",
+            "time/london-gap-heartbeat",
             "time/london-gap-setup-rows",
             "time/sub-second-now",
             "windows/claim-timeout-null-uses-poll-timeout",
             "windows/claim-timeout-zero-uses-poll-timeout",
             "windows/grace-longer-than-claim-window",
+            "windows/keeps-beating-past-timeout",
             "windows/never-beat-vs-beat",
             "windows/poll-timeout-negative-means-300",
             "windows/poll-timeout-zero-means-300",
@@ -522,6 +531,7 @@ const DBSCHED_KNOBS: &[(&str, &[&str])] = &[
             "claim/clears-previous-heartbeat",
             "claim/writes-class-timeout",
             "fencing/stale-complete-after-reap",
+            "fencing/stale-complete-after-reclaim",
             "fencing/stale-complete-while-processing",
             "fencing/stale-fail",
             "fencing/stale-heartbeat",
@@ -588,12 +598,13 @@ const DBSCHED_KNOBS: &[(&str, &[&str])] = &[
             "windows/queue-scoped-reap-other-queue",
         ],
     ),
-    // No scenario can tell these three from the reference on this port.
-    // give_up and non_idempotent decide only reaps that end in `failed` or
-    // `interrupted`, which fire a final hook on the reference model, and
-    // the port declares no hooks, so every such scenario is skipped either
-    // way (the skip is decided on the reference model's outcome). fence =
-    // row_version is judged exactly like the claim token (policy.rs).
+    // No scenario fails with these three set back. give_up and
+    // non_idempotent decide only reaps that end in `failed` or
+    // `interrupted`; set back to the reference, such a reap fires a final
+    // hook, and the port declares no hooks, so those scenarios become
+    // skips, not failures (the features needed follow from the model under
+    // the policy in effect). fence = row_version is judged exactly like the
+    // claim token (policy.rs).
     ("give_up", &[]),
     ("non_idempotent", &[]),
     ("fence", &[]),

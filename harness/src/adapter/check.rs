@@ -13,8 +13,12 @@
 //! 5. the handshake picks a version reapcheck offered, and `clock` reads
 //!    the instant it was set to.
 //!
-//! An `error` reply is a valid reply (the queue may not support a step),
-//! except to the handshake, where nothing can follow it. The first
+//! An `error` reply of kind `unsupported`, `refused` or `indefinite` is a
+//! valid reply (the queue may not support a step), except to the handshake,
+//! where nothing can follow it. An `exception` is not: the adapter's own
+//! code failed on a step every queue has. A `setup` answered `unsupported`
+//! ends the check as a violation too, since nothing after it would be
+//! exercised: the adapter's queue needs its own database (`--db`). The first
 //! violation ends the check: [`Violation`] names the request, the line of
 //! the adapter's stdout and what is wrong. A reply that does not come
 //! within the time limit, or an adapter that exits, is a violation too.
@@ -28,7 +32,7 @@ use serde_json::Value;
 
 use super::process::{AdapterProcess, ProcessError, Spawn};
 use super::protocol::{
-    AttemptArgs, Body, ClockArgs, Empty, ErrorKind, Handshake, Op, OpResult, ReapArgs, Reply, Request, Setup,
+    AttemptArgs, Body, ClockArgs, Database, Empty, ErrorKind, Handshake, Op, OpResult, ReapArgs, Reply, Request, Setup,
     SetupClass, SetupJob, SetupSettings, VERSIONS,
 };
 use crate::outcome::Status;
@@ -183,7 +187,7 @@ fn semantics(op: &Op, result: &OpResult) -> Result<(), String> {
 /// The fixed script: one pending job `a` of class `Check` (timeout 60 s),
 /// claimed as `a/1`, beating once, silent for ten minutes, reaped,
 /// completed too late, read, torn down. `namespace` is the setup's.
-pub fn script(namespace: &str) -> Vec<Request> {
+pub fn script(namespace: &str, database: Option<Database>) -> Vec<Request> {
     let start = Instant::parse_rfc3339("2026-01-15T12:00:00Z").expect("a valid instant");
     let later = start + crate::time::Duration::from_secs(600);
     let class = SetupClass {
@@ -214,7 +218,7 @@ pub fn script(namespace: &str) -> Vec<Request> {
     let setup = Setup {
         scenario: "adapter-check".to_owned(),
         namespace: namespace.to_owned(),
-        database: None,
+        database,
         now: start,
         app_time_zone: "UTC".to_owned(),
         session_time_zone: None,
@@ -299,15 +303,23 @@ impl fmt::Display for Violation {
 pub async fn check(
     command: &[String],
     timeout: Duration,
+    namespace: &str,
+    database: Option<Database>,
     out: &mut (dyn std::io::Write + Send),
 ) -> Result<(), Violation> {
+    // The setup line carries the database's URL: shown only redacted.
+    let hide = |line: &str| match &database {
+        Some(d) => crate::redact::message(line, &d.url),
+        None => crate::redact::text(line),
+    };
+    let on = database.as_ref().map_or_else(|| "sqlite".to_owned(), |d| d.target.clone());
     let spawn = Spawn {
         command: command.to_vec(),
         cwd: std::env::current_dir().unwrap_or_else(|_| ".".into()),
         env: Vec::new(),
         time_zone: "UTC".to_owned(),
     };
-    let requests = script(&crate::namespace::fresh());
+    let requests = script(namespace, database.clone());
     let fail = |request: &Request, line_number: u64, what: String, line: Option<String>, stderr: Vec<String>| {
         Violation { op: request.op.name(), seq: request.seq, line_number, what, line, stderr }
     };
@@ -318,7 +330,7 @@ pub async fn check(
     let mut line_number = 0;
     for request in &requests {
         let sent = request.to_line();
-        let _ = writeln!(out, "> {sent}");
+        let _ = writeln!(out, "> {}", hide(&sent));
         let _ = out.flush();
         line_number += 1;
         if let Err(e) = process.send(&sent).await {
@@ -340,15 +352,38 @@ pub async fn check(
                 return Err(fail(request, line_number, what, None, process.stderr().lines()));
             }
         };
-        let _ = writeln!(out, "< {line}");
+        let _ = writeln!(out, "< {}", hide(&line));
         let _ = out.flush();
-        if let Err(what) = validate_reply(request, &line) {
+        let checked = validate_reply(request, &line).and_then(|reply| exercised(request, &reply, &on));
+        if let Err(what) = checked {
             process.kill().await;
-            return Err(fail(request, line_number, what, Some(line), process.stderr().lines()));
+            let stderr = process.stderr().lines().iter().map(|l| hide(l)).collect();
+            return Err(fail(request, line_number, hide(&what), Some(hide(&line)), stderr));
         }
     }
     process.close().await;
     Ok(())
+}
+
+/// What a valid reply must also be for the check to mean anything: not an
+/// `exception` (the adapter's own code failed), and not a `setup` answered
+/// `unsupported` (then nothing after it is exercised on `on`).
+fn exercised(request: &Request, reply: &Reply, on: &str) -> Result<(), String> {
+    let Body::Error(e) = &reply.body else { return Ok(()) };
+    match (e.kind, &request.op) {
+        (ErrorKind::Exception, op) => Err(format!(
+            "the adapter raised on `{}`: {}; an adapter answers `unsupported` for what its queue cannot do, \
+             and `exception` only when its own code failed (its traceback is in the reply or on stderr)",
+            op.name(),
+            e.message
+        )),
+        (ErrorKind::Unsupported, Op::Setup(_)) => Err(format!(
+            "`setup` answered `unsupported` on {on} ({}), so nothing after it would be checked: give \
+             `--db <target>` with the database the adapter's queue runs on (its URL from REAPCHECK_<TARGET>_URL)",
+            e.message
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn ended(e: &ProcessError) -> String {
@@ -363,12 +398,12 @@ mod tests {
     use super::*;
 
     fn claim() -> Request {
-        script("rc_check_1").into_iter().nth(3).unwrap()
+        script("rc_check_1", None).into_iter().nth(3).unwrap()
     }
 
     #[test]
     fn the_embedded_schemas_compile_and_the_script_holds_to_the_request_schema() {
-        for request in script("rc_check_1") {
+        for request in script("rc_check_1", None) {
             check_request(&request.to_line()).unwrap_or_else(|e| panic!("{}: {e}", request.to_line()));
         }
         let e = check_request(r#"{"seq":1,"op":"claim","job":"a","token":"a/1","as":"x"}"#).unwrap_err();
@@ -403,7 +438,7 @@ mod tests {
 
     #[test]
     fn the_handshake_must_pick_an_offered_version_and_clocks_must_move() {
-        let handshake = &script("rc_check_1")[0];
+        let handshake = &script("rc_check_1", None)[0];
         let reply = |v: u32| {
             format!(
                 r#"{{"seq":1,"reply":"ok","result":{{"protocol_version":{v},"adapter":{{"name":"x","version":"1","language":"l"}},"queue":{{"name":"q","version":"1"}},"capabilities":{{"features":[],"split_reap":false,"clocks":["app"]}}}}}}"#
@@ -413,7 +448,7 @@ mod tests {
         assert!(validate_reply(handshake, &reply(2)).unwrap_err().contains("not one of the versions offered"));
         let none = r#"{"seq":1,"reply":"error","kind":"unsupported","message":"v2 only"}"#;
         assert!(validate_reply(handshake, none).unwrap_err().contains("speaks none of the protocol versions"));
-        let clock = &script("rc_check_1")[5];
+        let clock = &script("rc_check_1", None)[5];
         let stuck = r#"{"seq":6,"reply":"ok","result":{"app":"2026-01-15T12:00:00.000000Z","database":null}}"#;
         assert!(validate_reply(clock, stuck).unwrap_err().contains("not the 2026-01-15T12:10:00.000000Z"));
     }

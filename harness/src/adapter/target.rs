@@ -481,6 +481,34 @@ impl AdapterTarget {
     }
 }
 
+/// Drops `namespace` on `database` (a server target, its URL from
+/// `REAPCHECK_<TARGET>_URL`) when it is there, with the builtin dialect's
+/// `drop_namespace`: what `adapter check` leaves behind on a server.
+///
+/// # Errors
+///
+/// The server cannot be reached or refused the drop (one line, redacted).
+pub async fn drop_namespace_on(database: Target, namespace: &str) -> Result<(), String> {
+    let server = match reach::reach(database).await {
+        Reach::Ready(server, _) => server,
+        other => return Err(other.reason()),
+    };
+    let dialect = Dialect::load(&Source::Embedded, database.dialect()).map_err(|e| e[0].to_string())?;
+    let result = async {
+        let names = server.namespaces().await.map_err(|e| redact::text(&e.to_string()))?;
+        if !names.iter().any(|n| n == namespace) {
+            return Ok(());
+        }
+        let mut conn = server.open().await.map_err(|e| redact::text(&e.to_string()))?;
+        let dropped = namespace_script(&mut conn, &dialect, "drop_namespace", namespace).await;
+        Connection::close(conn).await;
+        dropped.map_err(|e| redact::text(&e.to_string()))
+    }
+    .await;
+    server.close().await;
+    result
+}
+
 /// Why `scenario` is not judged through this adapter: a feature it needs
 /// that the handshake does not declare, a policy that cannot judge it, or
 /// `scan`/`apply` steps without `split_reap`.

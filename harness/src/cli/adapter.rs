@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use reapcheck::adapter::protocol::Database;
 use reapcheck::adapter::{check, serve};
 use reapcheck::reach;
 use reapcheck::target::Target;
@@ -52,6 +53,12 @@ struct CheckArgs {
     #[arg(long, value_name = "N", default_value_t = check::DEFAULT_TIMEOUT_SECONDS,
           value_parser = clap::value_parser!(u64).range(1..=600))]
     timeout_seconds: u64,
+    /// The database the script's `setup` names: `sqlite` (its `database`
+    /// is `null`: the adapter's own file or memory), or a server target
+    /// (postgres, mariadb, ...), whose URL comes from
+    /// `REAPCHECK_<TARGET>_URL`; its namespace is dropped afterwards.
+    #[arg(long, value_name = "TARGET", default_value = "sqlite")]
+    db: String,
     /// The adapter's command and its arguments, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<String>,
@@ -103,10 +110,36 @@ fn serve_command(args: ServeArgs) -> ExitCode {
 fn check_command(args: CheckArgs) -> ExitCode {
     let shown = args.command.join(" ");
     let timeout = Duration::from_secs(args.timeout_seconds);
-    let checked = runtime().block_on(async {
+    let Some(target) = Target::from_name(&args.db) else {
+        eprintln!("error: unknown target `{}` in --db: the targets are {}", args.db, reach::target_names());
+        return ExitCode::from(EXIT_INVALID);
+    };
+    let database = if target == Target::Sqlite {
+        None
+    } else {
+        let variable = target.url_variable();
+        match std::env::var(&variable).ok().filter(|u| !u.trim().is_empty()) {
+            Some(url) => Some(Database { target: target.name().to_owned(), url }),
+            None => {
+                eprintln!("error: --db {target} needs {variable}: set it to the URL of the database to check on");
+                return ExitCode::from(EXIT_INVALID);
+            }
+        }
+    };
+    let namespace = reapcheck::namespace::fresh();
+    let (checked, dropped) = runtime().block_on(async {
         let mut out = std::io::stdout();
-        check::check(&args.command, timeout, &mut out).await
+        let checked = check::check(&args.command, timeout, &namespace, database, &mut out).await;
+        // Whatever the adapter did or did not drop, nothing is left behind.
+        let dropped = match target {
+            Target::Sqlite => Ok(()),
+            _ => reapcheck::adapter::target::drop_namespace_on(target, &namespace).await,
+        };
+        (checked, dropped)
     });
+    if let Err(e) = &dropped {
+        eprintln!("warning: the check's namespace {namespace} on {target} was not dropped: {e}");
+    }
     match checked {
         Ok(()) => {
             println!("ok: {shown}: every reply holds to the adapter protocol, version 1");
