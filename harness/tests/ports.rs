@@ -731,3 +731,27 @@ fn dialects_of_one_port_with_different_policies_are_refused_before_anything_runs
     assert!(o.status.success(), "{}{}", text(&o.stdout), text(&o.stderr));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn race_skips_a_port_with_a_policy_and_a_misnamed_folder_is_named() {
+    let o = reapcheck(&["race", "--dialects", &port("dbsched"), "--db", "sqlite", "--seconds", "1"], &[]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "nothing was raced, so nothing passed\n{out}");
+    assert!(
+        out.contains("skipped: race on sqlite: the sqlite dialect declares a policy (absent = [attempts,"),
+        "{out}"
+    );
+    assert!(out.contains("0 passed, 0 failed, 1 skipped"), "{out}");
+
+    let scratch = std::env::temp_dir().join(format!("reapcheck-ports-misnamed-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(scratch.join("mariadb")).unwrap();
+    let o = reapcheck(&["run", "--dialects", &scratch.display().to_string(), "--db", "mariadb"], &[]);
+    let err = text(&o.stderr);
+    let _ = std::fs::remove_dir_all(&scratch);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("mariadb/ is not read: the mariadb target runs the `mysql` dialect, so rename it mysql/"),
+        "{err}"
+    );
+}

@@ -25,6 +25,26 @@ pub fn check(args: CheckArgs) -> ExitCode {
     };
     let dialects = args.inputs.dialects(&names.iter().map(String::as_str).collect::<Vec<_>>());
     let mut invalid = false;
+    // A folder no target reads (`mariadb/`, whose target runs `mysql`'s SQL)
+    // would be "valid" and never run.
+    for name in &names {
+        let targets = reapcheck::target::Target::ALL;
+        if targets.iter().any(|t| t.dialect() == name) {
+            continue;
+        }
+        let hint = match targets.iter().find(|t| t.name() == name) {
+            Some(t) => {
+                format!("the {t} target runs the `{}` dialect, so rename the folder {}/", t.dialect(), t.dialect())
+            }
+            None => {
+                let mut known: Vec<&str> = targets.iter().map(|t| t.dialect()).collect();
+                known.dedup();
+                format!("the dialects are {}", known.join(", "))
+            }
+        };
+        eprintln!("error: {name}/ is a folder no target reads: {hint}");
+        invalid = true;
+    }
     if let Err(e) = &scenarios {
         report(e);
         invalid = true;

@@ -192,6 +192,14 @@ fn source_for(project: &Project, setting: &Setting<Option<PathBuf>>, name: &str)
         Origin::File { .. } => " or list it in `builtin_dialects` of reapcheck.toml to run reapcheck's own SQL for it",
         _ => "",
     };
+    // A folder named after a target that runs another dialect's SQL
+    // (mariadb runs mysql's, cockroach postgres's) is never read.
+    let misnamed = reapcheck::target::Target::ALL
+        .iter()
+        .find(|t| t.dialect() == name && t.name() != name && dir.join(t.name()).is_dir())
+        .map(|t| format!("; {}/ is not read: the {t} target runs the `{name}` dialect, so rename it {name}/", t.name()))
+        .unwrap_or_default();
+    let listed = format!("{listed}{misnamed}");
     Err(format!(
         "{}: dialect `{name}` is not in {}: copy it there (`reapcheck init --from {name}` makes a copy to port){listed}",
         setting.origin,

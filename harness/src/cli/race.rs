@@ -166,6 +166,25 @@ pub fn race(args: RaceArgs) -> ExitCode {
     let (mut passed, mut failed, mut skipped) = (0, 0, 0);
     for &target in &targets {
         let dialect = dialects.iter().find(|d| d.name == target.dialect()).expect("loaded for every target");
+        // The history checker holds the reference rules (docs/reaper-spec.md);
+        // a port with its own policy would be judged by rules it does not keep.
+        if !dialect.profile.policy.is_reference() {
+            println!(
+                "skipped: race on {target}: the {} dialect declares a policy ({}), and race judges histories by \
+                 the reference design only; `run` judges the port under its policy",
+                dialect.name,
+                dialect
+                    .profile
+                    .policy
+                    .decisions()
+                    .iter()
+                    .map(|(k, v)| format!("{k} = {v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            skipped += 1;
+            continue;
+        }
         let (server, _keep) = match one_server::reach(&runtime, target, &required) {
             Reached::Ready(server, keep) => (server, keep),
             Reached::Skipped => {
