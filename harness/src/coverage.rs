@@ -55,6 +55,8 @@ impl Coverage {
         let statements = dialect
             .statements()
             .filter(|s| !crate::dialect::contract::NAMESPACE_SCRIPTS.contains(&s.name.as_str()))
+            // What the policy never runs cannot be covered: not counted.
+            .filter(|s| !dialect.profile.policy.never_runs_statement(&s.name))
             .map(|s| {
                 let counts_rows = crate::dialect::contract::spec(&s.name)
                     .is_some_and(|spec| spec.shape == Shape::Update && !spec.name.starts_with("insert_"));

@@ -303,6 +303,38 @@ impl Policy {
         Policy { declared: Vec::new(), ..self.clone() } == Policy::default()
     }
 
+    /// The contract's statements the driver never runs under this policy
+    /// (their `legacy_` forms too): a reaper that never gives up runs no
+    /// `reap_fail`, one that retries non-idempotent jobs no
+    /// `reap_interrupt`, one that never retries no `reap_retry` nor the
+    /// worker's `fail_retry`, and recovery by the next claim no reap
+    /// statement at all. A dialect need not define them, and coverage and
+    /// the mutation test leave them out (docs/policy.md, "The knobs").
+    pub fn never_runs(&self) -> Vec<&'static str> {
+        let mut names = Vec::new();
+        if self.recovery == Recovery::NextClaim {
+            names.extend(["reap_scan", "reap_retry", "reap_fail", "reap_interrupt"]);
+            return names;
+        }
+        if self.non_idempotent != NonIdempotent::Interrupt {
+            names.push("reap_interrupt");
+        }
+        if self.give_up == GiveUp::Never && self.retry != Retry::Never {
+            names.push("reap_fail");
+        }
+        if self.retry == Retry::Never {
+            names.extend(["reap_retry", "fail_retry"]);
+        }
+        names
+    }
+
+    /// Whether `statement` (a contract name, `legacy_` forms included) is
+    /// one the driver never runs under this policy ([`Policy::never_runs`]).
+    pub fn never_runs_statement(&self, statement: &str) -> bool {
+        let base = statement.strip_prefix("legacy_").unwrap_or(statement);
+        self.never_runs().contains(&base)
+    }
+
     /// Whether the queue holds a row in `status` at all: under
     /// `finished_rows = deleted` a finished (completed, failed or
     /// interrupted) row is gone, so a scenario's setup row in such a state
@@ -388,6 +420,9 @@ impl Policy {
 
 /// The policy in words, one knob after another (`run`'s opening line and
 /// `explain`).
+/// Every statement some policy never runs ([`Policy::never_runs`]).
+pub const MAY_NEVER_RUN: [&str; 5] = ["reap_scan", "reap_retry", "reap_fail", "reap_interrupt", "fail_retry"];
+
 impl Policy {
     /// The decisions alone, without the reasons: `(knob, value)` for every
     /// knob declared, in knob order. Two policies with equal decisions
@@ -661,6 +696,28 @@ mod tests {
         }
         let f: File = toml::from_str(text).map_err(|e| PolicyError { message: e.to_string(), offset: None })?;
         Policy::from_files(f.policy, f.state)
+    }
+
+    #[test]
+    fn statements_the_policy_never_runs() {
+        assert!(Policy::default().never_runs().is_empty());
+        let db_scheduler = Policy {
+            give_up: GiveUp::Never,
+            non_idempotent: NonIdempotent::Retry,
+            retry: Retry::Immediate,
+            ..Policy::default()
+        };
+        assert_eq!(db_scheduler.never_runs(), ["reap_interrupt", "reap_fail"]);
+        assert!(db_scheduler.never_runs_statement("legacy_reap_fail"));
+        assert!(!db_scheduler.never_runs_statement("reap_retry"));
+        // Never retrying is giving up at once, whatever give_up says.
+        let no_retry = Policy { retry: Retry::Never, give_up: GiveUp::Never, ..Policy::default() };
+        assert_eq!(no_retry.never_runs(), ["reap_retry", "fail_retry"]);
+        let by_claim = Policy { recovery: Recovery::NextClaim, ..Policy::default() };
+        assert_eq!(by_claim.never_runs(), ["reap_scan", "reap_retry", "reap_fail", "reap_interrupt"]);
+        for p in [db_scheduler, no_retry, by_claim] {
+            assert!(p.never_runs().iter().all(|s| MAY_NEVER_RUN.contains(s)), "{:?}", p.never_runs());
+        }
     }
 
     #[test]

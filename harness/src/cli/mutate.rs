@@ -244,6 +244,9 @@ async fn mutate_into(
         );
     }
     let _ = writeln!(out, "  not mutated (scripts): {}", g.scripts.join(", "));
+    if !g.never_run.is_empty() {
+        let _ = writeln!(out, "  not mutated (the policy never runs them): {}", g.never_run.join(", "));
+    }
     let mut executed = Vec::new();
     for (label, dialect) in [("unmutated SQL", &plan.dialect), ("SQL printed back by the parser", &g.round_trip)] {
         let base = baseline(target, &server, dialect, scenarios, models).await;

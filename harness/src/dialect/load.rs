@@ -123,6 +123,18 @@ impl Dialect {
             if statements.contains_key(&required) || reported.contains(&required) {
                 continue;
             }
+            // A statement the policy never runs need not be written; under a
+            // refused dialect.toml the policy is unknown, so none that some
+            // policy never runs is asked for.
+            let base = required.strip_prefix("legacy_").unwrap_or(&required);
+            let never_run = if refused {
+                crate::policy::MAY_NEVER_RUN.contains(&base)
+            } else {
+                profile.policy.never_runs_statement(&required)
+            };
+            if never_run {
+                continue;
+            }
             let doc = contract::spec(&required).map_or("", |s| s.doc);
             let kind = match feature {
                 Some(f) if refused || !profile.has(f) => continue,

@@ -114,6 +114,9 @@ pub struct Generation {
     pub unparsed: Vec<Unparsed>,
     /// The scripts left out by design (not mutated).
     pub scripts: Vec<String>,
+    /// The statements the dialect's policy never runs, left out: no
+    /// scenario could catch a mutant of them ([`crate::policy::Policy::never_runs`]).
+    pub never_run: Vec<String>,
 }
 
 impl GeneratedMutant {
@@ -130,7 +133,12 @@ pub fn generate(dialect: &Dialect, syntax: Grammar) -> Generation {
     let mut mutants = Vec::new();
     let mut unparsed = Vec::new();
     let mut scripts = Vec::new();
+    let mut never_run = Vec::new();
     for s in dialect.statements() {
+        if dialect.profile.policy.never_runs_statement(&s.name) {
+            never_run.push(s.name.clone());
+            continue;
+        }
         let is_script = contract::spec(&s.name).is_none_or(|spec| spec.shape == Shape::Script);
         if is_script {
             scripts.push(s.name.clone());
@@ -145,7 +153,7 @@ pub fn generate(dialect: &Dialect, syntax: Grammar) -> Generation {
             Err(message) => unparsed.push(Unparsed { statement: s.name.clone(), origin: s.origin.clone(), message }),
         }
     }
-    Generation { round_trip, mutants, unparsed, scripts }
+    Generation { round_trip, mutants, unparsed, scripts, never_run }
 }
 
 /// The mutants of one parsed statement, without duplicates (two edits that

@@ -162,8 +162,17 @@ pub fn apply(dialect: &Dialect, mutant: &Mutant) -> Result<Dialect, MutantError>
     };
     let mut mutated = dialect.clone();
     for &name in mutant.statements {
-        // A statement of a feature the dialect's profile declares absent is
-        // not there to edit: the mutant does not apply.
+        // A statement the policy never runs cannot be caught, and one of a
+        // feature the profile declares absent is not there to edit: the
+        // mutant does not apply.
+        if dialect.profile.policy.never_runs_statement(name) {
+            return Err(MutantError {
+                mutant: mutant.id,
+                dialect: dialect.name.clone(),
+                statement: name,
+                origin: "never run: the dialect's policy never runs it".to_owned(),
+            });
+        }
         let Some(statement) = dialect.find(name, crate::scenario::Schema::Standard) else {
             return Err(MutantError {
                 mutant: mutant.id,

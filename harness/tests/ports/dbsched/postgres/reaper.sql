@@ -23,23 +23,11 @@ SELECT task_instance, task_name, version, CAST(9223372036854775807 AS bigint) AS
  WHERE picked AND last_heartbeat <= :now - interval '30 seconds'
  ORDER BY task_instance COLLATE "C"
 
+-- reap_interrupt and reap_fail are not written: under give_up = never and
+-- non_idempotent = retry the driver never runs them (docs/policy.md,
+-- "Statements a policy never runs").
+
 -- name: reap_retry
-UPDATE scheduled_tasks
-   SET picked = false, picked_by = NULL, execution_time = :now,
-       consecutive_failures = consecutive_failures + 1, version = version + 1
- WHERE task_instance = :id AND picked AND version = :attempts
-   AND last_heartbeat <= :cutoff
-
--- name: reap_interrupt
--- The queue has no notion of idempotency: every dead execution is revived.
-UPDATE scheduled_tasks
-   SET picked = false, picked_by = NULL, execution_time = :now,
-       consecutive_failures = consecutive_failures + 1, version = version + 1
- WHERE task_instance = :id AND picked AND version = :attempts
-   AND last_heartbeat <= :cutoff
-
--- name: reap_fail
--- The queue never gives up on a dead execution: it is revived.
 UPDATE scheduled_tasks
    SET picked = false, picked_by = NULL, execution_time = :now,
        consecutive_failures = consecutive_failures + 1, version = version + 1

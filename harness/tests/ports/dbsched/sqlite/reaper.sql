@@ -21,23 +21,11 @@ SELECT task_instance, task_name, version, 9223372036854775807 AS max_retries, NU
  WHERE picked = 1 AND last_heartbeat <= :now - 30000000
  ORDER BY task_instance
 
+-- reap_interrupt and reap_fail are not written: under give_up = never and
+-- non_idempotent = retry the driver never runs them (docs/policy.md,
+-- "Statements a policy never runs").
+
 -- name: reap_retry
-UPDATE scheduled_tasks
-   SET picked = 0, picked_by = NULL, execution_time = :now,
-       consecutive_failures = consecutive_failures + 1, version = version + 1
- WHERE task_instance = :id AND picked = 1 AND version = :attempts
-   AND last_heartbeat <= :cutoff
-
--- name: reap_interrupt
--- The queue has no notion of idempotency: every dead execution is revived.
-UPDATE scheduled_tasks
-   SET picked = 0, picked_by = NULL, execution_time = :now,
-       consecutive_failures = consecutive_failures + 1, version = version + 1
- WHERE task_instance = :id AND picked = 1 AND version = :attempts
-   AND last_heartbeat <= :cutoff
-
--- name: reap_fail
--- The queue never gives up on a dead execution: it is revived.
 UPDATE scheduled_tasks
    SET picked = 0, picked_by = NULL, execution_time = :now,
        consecutive_failures = consecutive_failures + 1, version = version + 1
