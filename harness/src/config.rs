@@ -150,7 +150,10 @@ pub fn target_names() -> String {
 
 fn known_adapters(known: &[String]) -> String {
     if known.is_empty() {
-        format!("{FILE_NAME} configures none: add an `[adapters.<name>]` table with `command` and `database`")
+        format!(
+            "no {FILE_NAME} in this folder or above it configures one: add an `[adapters.<name>]` table with \
+             `command` and `database` to your project's {FILE_NAME} (docs/adapter-protocol.md)"
+        )
     } else {
         format!("{FILE_NAME} configures {}", known.join(", "))
     }
@@ -617,7 +620,7 @@ mod tests {
         assert_eq!(e.to_string(), "--db: unknown adapter `nope`: reapcheck.toml configures ref, saq");
         let bare = Project::discover(&std::env::temp_dir().join("reapcheck-no-such-project")).unwrap();
         let e = bare.required(Some("adapter:saq")).unwrap_err().to_string();
-        assert!(e.contains("configures none: add an `[adapters.<name>]` table"), "{e}");
+        assert!(e.contains("above it configures one: add an `[adapters.<name>]` table"), "{e}");
     }
 
     #[test]

@@ -319,3 +319,16 @@ fn an_exception_reply_that_echoes_a_password_is_shown_redacted() {
     let report = std::fs::read_to_string(project.path().join("out/outcomes.json")).expect("outcomes.json");
     assert!(!report.contains("s3cretpw"), "{report}");
 }
+
+#[test]
+fn an_adapter_whose_handshake_breaks_the_protocol_fails_even_when_skips_are_allowed() {
+    let config = "[adapters.junk]\ncommand = [\"sh\", \"-c\", \"read line; echo 'INFO starting'; sleep 5\"]\ndatabase = \"sqlite\"\n";
+    let project = Project::new("junk-handshake", config);
+    let name = "grace/beat-older-than-claim";
+    let o = reapcheck_in(project.path(), &["run", "--db", "adapter:junk", "--allow-skip", "--exact", name]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("FAIL     adapter:junk (its handshake broke the protocol; 1 scenarios not run)"), "{out}");
+    assert!(!out.contains("--allow-skip"), "no advice to skip a broken adapter\n{out}");
+    assert_eq!(counts(&out, "adapter:junk"), (0, 1, 0), "{out}");
+}

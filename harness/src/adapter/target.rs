@@ -123,6 +123,25 @@ impl From<ClientError> for Stop {
     }
 }
 
+/// Why an adapter target did not open: one line (no password in it) and
+/// whether the adapter ran and broke the protocol, which no `--allow-skip`
+/// excuses, or could not run at all (its database unset or unreachable,
+/// its command missing), which `--allow-skip` reports as skipped, like an
+/// unreachable database.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotOpened {
+    /// Why, one line, redacted; the adapter's stderr tail after it.
+    pub reason: String,
+    /// The adapter started and its handshake broke the protocol.
+    pub broken: bool,
+}
+
+impl std::fmt::Display for NotOpened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
 impl AdapterTarget {
     /// Reaches the adapter's database (its URL from
     /// `REAPCHECK_<TARGET>_URL`; nothing for SQLite), sweeps the namespaces
@@ -134,21 +153,23 @@ impl AdapterTarget {
     /// Why the target cannot run, one line (no password in it): the
     /// database is not configured or not reachable, the adapter cannot
     /// start, or its handshake failed.
-    pub async fn open(config: &AdapterConfig, root: &Path) -> Result<AdapterTarget, String> {
+    pub async fn open(config: &AdapterConfig, root: &Path) -> Result<AdapterTarget, NotOpened> {
+        let unreachable = |reason: String| NotOpened { reason, broken: false };
         let database = config.database;
         let (url, store) = if database == Target::Sqlite {
             (None, None)
         } else {
             let variable = database.url_variable();
             let Some(url) = std::env::var(&variable).ok().filter(|u| !u.trim().is_empty()) else {
-                return Err(format!("adapter {} uses {database}, but {variable} is not set", config.name));
+                return Err(unreachable(format!("adapter {} uses {database}, but {variable} is not set", config.name)));
             };
             let server = match reach::reach(database).await {
                 Reach::Ready(server, _) => server,
-                other => return Err(format!("adapter {}'s database: {}", config.name, other.reason())),
+                other => return Err(unreachable(format!("adapter {}'s database: {}", config.name, other.reason()))),
             };
-            let dialect = Dialect::load(&Source::Embedded, database.dialect())
-                .map_err(|e| format!("the builtin {} dialect does not load: {}", database.dialect(), e[0]))?;
+            let dialect = Dialect::load(&Source::Embedded, database.dialect()).map_err(|e| {
+                unreachable(format!("the builtin {} dialect does not load: {}", database.dialect(), e[0]))
+            })?;
             let swept = runner::sweep(&server, &dialect).await;
             if !swept.removed.is_empty() {
                 println!(
@@ -172,9 +193,10 @@ impl AdapterTarget {
             last_tail: Vec::new(),
         };
         if let Err(e) = target.start(DEFAULT_TIME_ZONE).await {
-            let why = target.with_stderr(e.to_string(), None);
+            let broken = !matches!(e.kind, ClientErrorKind::Start(_));
+            let reason = target.with_stderr(e.to_string(), None);
             target.close().await;
-            return Err(why);
+            return Err(NotOpened { reason, broken });
         }
         Ok(target)
     }

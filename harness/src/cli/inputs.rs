@@ -147,6 +147,10 @@ impl Inputs {
             .file
             .as_ref()
             .map_or_else(|| "no reapcheck.toml".to_owned(), |f| format!("config {}", shown_path(f)));
+        if parts.is_empty() {
+            // Only adapter targets: no SQL of reapcheck's runs.
+            return format!("{config}; scenarios: {}; no SQL target (adapters only)", self.scenarios_shown());
+        }
         let mut line = format!("{config}; scenarios: {}; SQL: {}", self.scenarios_shown(), parts.join(", "));
         if setting.value.is_none() {
             line.push_str(&format!(

@@ -595,9 +595,19 @@ async fn run_adapters(
         }
         let mut target = match AdapterTarget::open(config, plan.root).await {
             Ok(target) => target,
-            Err(reason) => {
+            Err(not_opened) => {
                 progress.inc(scenarios.len() as u64);
-                if plan.must_run_adapters.contains(&config.name) {
+                let reason = not_opened.reason;
+                if not_opened.broken {
+                    // It ran and broke the protocol: a failure whatever is allowed to skip.
+                    progress.suspend(|| {
+                        println!(
+                            "FAIL     {name} (its handshake broke the protocol; {} scenarios not run): {reason}",
+                            scenarios.len()
+                        )
+                    });
+                    none_run(Verdict::Fail(format!("not run: {reason}")), NOT_REACHED, records);
+                } else if plan.must_run_adapters.contains(&config.name) {
                     let why = " (named as a target: give --allow-skip to report it skipped)";
                     progress
                         .suspend(|| println!("FAIL     {name}{why} ({} scenarios not run): {reason}", scenarios.len()));
