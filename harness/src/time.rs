@@ -1,7 +1,7 @@
 //! Instants and signed durations, exact to the microsecond.
 //!
 //! Scenario files and outcomes speak in durations such as `-10m`, `+1h30m` or
-//! `-0.000001s`. No duration crate on crates.io accepts a sign, fractional
+//! `-0.000001s`. No published duration crate accepts a sign, fractional
 //! seconds down to the microsecond *and* prints the canonical form the
 //! scenario format requires (humantime has no sign and no fractions, and
 //! prints spaces), so the grammar lives here, with property tests.
