@@ -10,13 +10,13 @@
 
 use std::fmt;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::engine::{Call, Engine, EngineError, JobRow, LeaseRow, Phase, ReapGuard, Reply};
 use crate::time::Instant;
 
 /// How finely a queue's clock counts time.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 pub enum Resolution {
     /// One microsecond: the reference semantics (spec: "Time").
     #[default]

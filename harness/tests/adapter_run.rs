@@ -332,3 +332,24 @@ fn an_adapter_whose_handshake_breaks_the_protocol_fails_even_when_skips_are_allo
     assert!(!out.contains("--allow-skip"), "no advice to skip a broken adapter\n{out}");
     assert_eq!(counts(&out, "adapter:junk"), (0, 1, 0), "{out}");
 }
+
+#[test]
+fn a_ports_time_resolution_crosses_the_handshake() {
+    // The whole-second port (harness/tests/ports/whole-second) behind the
+    // reference adapter declares `time_resolution = 1s` in its handshake,
+    // so the model runs at whole seconds and the corpus passes, as it does
+    // in SQL mode with the port's dialect.toml.
+    let bin = toml_string(env!("CARGO_BIN_EXE_reapcheck"));
+    let port = toml_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/ports/whole-second"));
+    let config = format!(
+        "[adapters.ws]\ncommand = [{bin}, \"adapter\", \"serve\", \"--db\", \"sqlite\", \"--dialects\", {port}]\n\
+         database = \"sqlite\"\n"
+    );
+    let project = Project::new("whole-second", &config);
+    let o = reapcheck_in(project.path(), &["run", "--db", "adapter:ws"]);
+    let out = stdout(&o);
+    assert!(out.contains("time_resolution = 1s"), "the opening line names it\n{out}");
+    let (passed, failed, _) = counts(&out, "adapter:ws");
+    assert_eq!(failed, 0, "{out}");
+    assert!(passed > 100, "{out}");
+}

@@ -244,7 +244,11 @@ module Adapter
   def claim(req)
     worker = Delayed::Worker.new(quiet: true)
     worker.name = req["token"] # locked_by is the attempt's label
-    priority = @priority.fetch(req["job"])
+    # A job the setup did not write (a finished row: delayed_job deletes
+    # those) is not in the table, so nothing can claim it.
+    priority = @priority[req["job"]]
+    return { "result" => "not_claimable" } unless priority
+
     Delayed::Worker.min_priority = Delayed::Worker.max_priority = priority
     job = Delayed::Job.reserve(worker)
     return { "result" => "not_claimable" } unless job

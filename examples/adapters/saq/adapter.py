@@ -262,7 +262,8 @@ HANDSHAKE = {
     "protocol_version": 1,
     "adapter": {"name": "saq-adapter", "version": "1.0.0", "language": f"python {sys.version_info[0]}.{sys.version_info[1]}"},
     "queue": {"name": "saq", "version": version("saq")},
-    "capabilities": {"features": ["worker_fail", "hooks"], "split_reap": False, "clocks": ["app", "database"]},
+    "capabilities": {"features": ["worker_fail", "hooks"], "split_reap": False, "clocks": ["app", "database"],
+                     "time_resolution": "1ms"},
     "policy": {
         "scan_floor": {"value": "none", "reason": "PostgresQueue.sweep reads every active job of its queue and asks job.stuck"},
         "claim_window": {"value": "none", "reason": "the dequeue writes job.touched, the stamp job.heartbeat is measured from, so a claim starts the heartbeat clock"},

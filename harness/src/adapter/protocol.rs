@@ -557,6 +557,12 @@ pub struct Capabilities {
     pub split_reap: bool,
     /// Which clocks `clock` sets.
     pub clocks: Vec<Clock>,
+    /// How finely the queue counts time: `1us` (the default), `1ms` or
+    /// `1s`, as `time_resolution` in a dialect profile
+    /// (docs/dialect-profile.md). The model is run at it, every instant it
+    /// binds truncated toward the past.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_resolution: Option<crate::resolution::Resolution>,
 }
 
 fn features<S: Serializer>(features: &[Feature], s: S) -> Result<S::Ok, S::Error> {

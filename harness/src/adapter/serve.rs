@@ -36,6 +36,7 @@ use crate::engine::EngineError;
 use crate::outcome::{Status, StepResult};
 use crate::policy::{Field, Policy};
 use crate::redact;
+use crate::resolution::Resolution;
 use crate::resolution::Resolved;
 use crate::scenario::{
     ApplyArgs, AttemptRef, ClaimArgs, Job, Lease, Located, ReapArgs, ScanArgs, Scenario, Schema, SetArgs, Settings,
@@ -156,6 +157,7 @@ fn handshake(reference: &Reference<'_>, seq: u64, h: &protocol::Handshake) -> Re
             features: profile.features.iter().copied().collect(),
             split_reap: true,
             clocks: vec![Clock::App],
+            time_resolution: (profile.time_resolution != Resolution::Micro).then_some(profile.time_resolution),
         },
         policy,
         state,

@@ -226,6 +226,9 @@ impl AdapterTarget {
         if !absent.is_empty() {
             parts.push(format!("declares no {}", absent.join(", ")));
         }
+        if let Some(r) = session.handshake.capabilities.time_resolution {
+            parts.push(format!("time_resolution = {r}"));
+        }
         if !session.handshake.capabilities.split_reap {
             parts.push("no split_reap".to_owned());
         }
@@ -270,6 +273,7 @@ impl AdapterTarget {
         let profile = Profile {
             features: handshake.capabilities.features.iter().copied().collect(),
             policy,
+            time_resolution: handshake.capabilities.time_resolution.unwrap_or_default(),
             ..Profile::default()
         };
         self.label = format!(
