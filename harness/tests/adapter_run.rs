@@ -353,3 +353,59 @@ fn a_ports_time_resolution_crosses_the_handshake() {
     assert_eq!(failed, 0, "{out}");
     assert!(passed > 100, "{out}");
 }
+
+/// An adapter in `sh` that handshakes, then on `setup` says so in a file
+/// and never answers (it sleeps).
+const SLOW_SETUP: &str = r#"while read -r line; do
+  seq=$(printf '%s' "$line" | sed 's/^{"seq":\([0-9]*\).*/\1/')
+  case "$line" in
+    *'"op":"handshake"'*)
+      echo '{"seq":'"$seq"',"reply":"ok","result":{"protocol_version":1,"adapter":{"name":"slow","version":"1","language":"sh"},"queue":{"name":"none","version":"0"},"capabilities":{"features":["leases","legacy","worker_fail","hooks"],"split_reap":true,"clocks":["app"]}}}' ;;
+    *'"op":"setup"'*) echo started > setup-started; sleep 300 ;;
+    *) echo '{"seq":'"$seq"',"reply":"ok","result":{}}' ;;
+  esac
+done
+"#;
+
+#[cfg(unix)]
+#[test]
+fn sigint_during_an_adapter_request_stops_at_once_and_nothing_is_passed() {
+    let config = "[adapters.slow]\ncommand = [\"sh\", \"slow.sh\"]\ndatabase = \"sqlite\"\ntimeout_seconds = 600\n";
+    let project = Project::new("slow", config);
+    std::fs::write(project.path().join("slow.sh"), SLOW_SETUP).expect("script written");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_reapcheck"));
+    cmd.args(["run", "--db", "adapter:slow", "--exact", "grace/beat-older-than-claim"])
+        .current_dir(project.path())
+        .stdout(std::process::Stdio::piped());
+    for v in ["REAPCHECK_REQUIRE", "REAPCHECK_DB", "CI"] {
+        cmd.env_remove(v);
+    }
+    let mut child = cmd.spawn().expect("the binary starts");
+    let started = project.path().join("setup-started");
+    // The adapter is mid-request (its request timeout is 600 s).
+    let waited = std::time::Instant::now();
+    while !started.exists() {
+        assert!(waited.elapsed() < std::time::Duration::from_secs(120), "the setup never reached the adapter");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let pid = i32::try_from(child.id()).expect("a pid");
+    // SAFETY: kill only sends a signal to our own child.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGINT) }, 0);
+    // Without the interrupt the run would wait out the 600 s request limit.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waitable") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("reapcheck did not stop within 120 s of SIGINT during an adapter request");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().expect("stdout"), &mut out).expect("stdout read");
+    assert_eq!(status.code(), Some(130), "{out}");
+    assert!(out.contains("interrupted by SIGINT mid-run; its namespace was dropped"), "{out}");
+    assert_eq!(counts(&out, "adapter:slow"), (0, 0, 1), "skipped, never passed\n{out}");
+}

@@ -238,7 +238,7 @@ fn print_result(
     rerun.push_str(&format!(" --exact {name}"));
     let description = format!(
         "Found by `reapcheck fuzz --db {target} --seed {seed}` and shrunk: {target}, {sql}, disagrees \
-         with the reference model on this case. Rerun: {rerun}"
+         with the model (under the target's policy, when it declares one) on this case. Rerun: {rerun}"
     );
     match fuzz::save(&args.out, &name, &case.to_scenario(&description)) {
         Ok(path) => {
