@@ -201,8 +201,13 @@ pub fn check(scenario: &Scenario, policy: &Policy, checkpoints: &[Outcome]) -> V
                     job.claim_timeout.unwrap_or(Some(class.timeout))
                 };
                 let timeout = rules::row_timeout(claim_timeout, poll);
-                if observed(Field::HeartbeatAt) && observed(Field::UpdatedAt) {
-                    let has_beat = scenario.schema == Schema::Standard && row.heartbeat_at.is_some();
+                // last_seen is COALESCE(heartbeat_at, updated_at): a row that
+                // beat needs only its beat observed (a queue without an
+                // updated_at column, whose claim writes the beat, is judged too).
+                let has_beat = scenario.schema == Schema::Standard && row.heartbeat_at.is_some();
+                let last_seen_observed = (has_beat && observed(Field::HeartbeatAt))
+                    || (observed(Field::HeartbeatAt) && observed(Field::UpdatedAt));
+                if last_seen_observed {
                     let last_seen = match scenario.schema {
                         Schema::Standard => row.heartbeat_at.unwrap_or(row.updated_at),
                         Schema::Legacy => row.updated_at,
