@@ -74,6 +74,11 @@ impl NoIndex {
                     );
                     assert_ne!(text, before, "{name}/schema.sql no longer has jobs_stale: update this test");
                 }
+                // MySQL's scans name the index (FORCE INDEX): a copy without
+                // the index cannot name it either.
+                if file.file_name().is_some_and(|n| n == "reaper.sql") {
+                    text = text.replace(" FORCE INDEX (jobs_stale)", "");
+                }
                 std::fs::write(to.join(file.file_name().expect("a name")), text).expect("written");
             }
         }
