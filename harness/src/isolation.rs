@@ -127,6 +127,32 @@ pub async fn release(
     drop_lane(server, dialect, lane, log).await
 }
 
+/// How long dropping an abandoned run's namespace may take before it is
+/// left to the next run's sweep.
+pub const ABANDONED_TEARDOWN_LIMIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Releases the lane of a run abandoned mid-statement (Ctrl-C or SIGTERM
+/// while a request was in flight). Its connection may be in the middle of
+/// a request, so nothing more is sent on it: it is dropped (the server ends
+/// the session and rolls its transaction back), and the namespace is
+/// dropped on a new connection, within [`ABANDONED_TEARDOWN_LIMIT`]; past
+/// it the namespace is left to the next run's sweep. Never waits longer.
+pub async fn release_abandoned(server: &Server, dialect: &Dialect, acquired: Acquired) -> Result<(), EngineError> {
+    let Lane { conn, namespace, .. } = acquired.lane;
+    drop(conn);
+    let failed = |why: &str| EngineError {
+        statement: "drop_namespace",
+        kind: EngineErrorKind::Database(format!("{namespace} was not dropped after an interrupt: {why}")),
+    };
+    let dropped = confirm_dropped(server, dialect, &namespace, failed("the drop failed"));
+    match tokio::time::timeout(ABANDONED_TEARDOWN_LIMIT, dropped).await {
+        Ok(result) => result,
+        Err(_) => {
+            Err(failed(&format!("no answer within {} s; the next run removes it", ABANDONED_TEARDOWN_LIMIT.as_secs())))
+        }
+    }
+}
+
 /// Whether a run that ended `ok`, and did or did not set a session time
 /// zone, leaves its lane fit for another run on `conn` (module rules).
 pub fn reusable(conn: &Connection, ok: bool, set_time_zone: bool) -> bool {

@@ -494,14 +494,21 @@ pub async fn run_logged(
         played = played => played.unwrap_or_else(|panic| Err(panicked("run", panic.as_ref()))),
         signal = interrupt::wait() => Err(EngineError { statement: "run", kind: EngineErrorKind::Interrupted(signal) }),
     };
+    // An interrupt drops the run's future wherever it was, possibly in the
+    // middle of a statement: that connection is never spoken to again.
+    let abandoned = matches!(run, Err(EngineError { kind: EngineErrorKind::Interrupted(_), .. }));
     let mut engine = engine.into_inner();
-    let settled = engine.settle(run.is_ok()).await;
+    let settled = if abandoned { Ok(()) } else { engine.settle(run.is_ok()).await };
     let run = run.and_then(|outcome| settled.map(|()| outcome));
     log.extend(engine.into_log());
     let ran = started.elapsed();
     let reusable = isolation::reusable(&acquired.lane.conn, run.is_ok(), s.session_time_zone.is_some());
     let namespace = acquired.lane.namespace.clone();
-    let released = isolation::release(server, dialect, acquired, reusable, &mut log).await;
+    let released = if abandoned {
+        isolation::release_abandoned(server, dialect, acquired).await
+    } else {
+        isolation::release(server, dialect, acquired, reusable, &mut log).await
+    };
     let phases = Phases { setup, run: ran - setup, teardown: started.elapsed() - ran };
     let outcome = run.and_then(|outcome| {
         released.map(|()| outcome).map_err(|e| EngineError {
