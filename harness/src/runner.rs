@@ -247,11 +247,9 @@ pub async fn check_target(
 /// step) first differ from the model's under the dialect's profile, as
 /// `setup` or `step N` (1-based); `None` when they all agree.
 async fn states_part(scenario: &LoadedScenario, dialect: &Dialect, states: &driver::Checkpoints) -> Option<String> {
-    let s = &scenario.scenario;
     let profile = &dialect.profile;
     let mut model_states = driver::Checkpoints::new();
-    let mut model = Resolved::new(Model::under(s.schema, &profile.policy), profile.time_resolution);
-    driver::run_under(s, &profile.policy, &mut model, None, Some(&mut model_states)).await.ok()?;
+    model_outcome_with_states(&scenario.scenario, profile, Some(&mut model_states)).await;
     let (model_docs, docs) =
         (crate::trace::documents(&model_states, profile), crate::trace::documents(states, profile));
     match crate::trace::parting(&model_docs, &docs, false) {
@@ -362,8 +360,19 @@ pub async fn model_document(scenario: &crate::scenario::Scenario, profile: &Prof
 /// The model's outcome of `scenario` under `profile`: its policy decides
 /// (driver and model alike), at its time resolution; not normalized.
 pub async fn model_outcome(scenario: &crate::scenario::Scenario, profile: &Profile) -> Outcome {
+    model_outcome_with_states(scenario, profile, None).await
+}
+
+/// [`model_outcome`], with the model's state after setup and after every
+/// step pushed to `states` when given (what a target's checkpoints are
+/// compared with).
+pub async fn model_outcome_with_states(
+    scenario: &crate::scenario::Scenario,
+    profile: &Profile,
+    states: Option<&mut driver::Checkpoints>,
+) -> Outcome {
     let mut resolved = Resolved::new(Model::under(scenario.schema, &profile.policy), profile.time_resolution);
-    driver::run_under(scenario, &profile.policy, &mut resolved, None, None).await.expect("the model never fails")
+    driver::run_under(scenario, &profile.policy, &mut resolved, None, states).await.expect("the model never fails")
 }
 
 /// A target's outcome as compared under `profile`: normalized by its

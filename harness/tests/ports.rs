@@ -701,22 +701,12 @@ fn the_dbsched_revive_without_its_heartbeat_recheck_fails() {
 /// A copy of the dbsched port whose postgres dialect says `<` where the
 /// others say `<=`.
 fn dbsched_with_mixed_staleness() -> PathBuf {
-    let scratch = std::env::temp_dir().join(format!("reapcheck-ports-mixed-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&scratch);
-    for dialect in ["sqlite", "postgres", "mysql"] {
-        let from = root().join("harness/tests/ports/dbsched").join(dialect);
-        let to = scratch.join(dialect);
-        std::fs::create_dir_all(&to).unwrap();
-        for entry in std::fs::read_dir(&from).unwrap() {
-            let path = entry.unwrap().path();
-            let mut text = std::fs::read_to_string(&path).unwrap();
-            if dialect == "postgres" && path.ends_with("dialect.toml") {
-                text = text.replacen("[policy.staleness]\nvalue = \"<=\"", "[policy.staleness]\nvalue = \"<\"", 1);
-            }
-            std::fs::write(to.join(path.file_name().unwrap()), text).unwrap();
+    dbsched_copy("mixed", |dialect, file, text| match (dialect, file) {
+        ("postgres", "dialect.toml") => {
+            text.replacen("[policy.staleness]\nvalue = \"<=\"", "[policy.staleness]\nvalue = \"<\"", 1)
         }
-    }
-    scratch
+        _ => text,
+    })
 }
 
 #[test]

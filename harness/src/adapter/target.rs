@@ -348,7 +348,8 @@ impl AdapterTarget {
         session.client.take_log();
         let profile = session.profile.clone();
         let mut model_states = driver::Checkpoints::new();
-        let model_outcome = model_run(&scenario.scenario, &profile, &mut model_states).await;
+        let model_outcome =
+            runner::model_outcome_with_states(&scenario.scenario, &profile, Some(&mut model_states)).await;
         // As for a SQL target (runner::check_target): under another policy
         // the features needed follow from the outcome under it, and the
         // scenario's `expect` (the reference claim) is set aside.
@@ -859,16 +860,6 @@ fn error_stop(op: &str, e: ErrorBody) -> Stop {
             None => Stop::Fail(format!("`{op}` raised: {}", e.message)),
         },
     }
-}
-
-/// The model's run of `scenario` under the adapter's `profile`, with its
-/// state after setup and after every step in `states`.
-async fn model_run(scenario: &Scenario, profile: &Profile, states: &mut driver::Checkpoints) -> Outcome {
-    let model = crate::model::Model::under(scenario.schema, &profile.policy);
-    let mut resolved = crate::resolution::Resolved::new(model, profile.time_resolution);
-    driver::run_under(scenario, &profile.policy, &mut resolved, None, Some(states))
-        .await
-        .expect("the model never fails")
 }
 
 /// The first checkpoint where the adapter and the model part (0: after
