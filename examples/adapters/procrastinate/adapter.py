@@ -17,7 +17,6 @@ docs/adapter-protocol.md alone (about 12 minutes, see README.md here).
 import asyncio
 import datetime as dt
 import json
-import os
 import sys
 import time
 import traceback
@@ -119,14 +118,14 @@ async def op_setup(req):
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{S.ns}"')
     # database clock: shadow now() & co. inside the namespace, before procrastinate's schema
+    await S.sql(f'CREATE TABLE "{S.ns}".rc_clock (now timestamptz NOT NULL)', fetch=False)
+    await S.sql(f'INSERT INTO "{S.ns}".rc_clock VALUES (%s)', _NOW[0], fetch=False)
     await S.sql(f"""
-        CREATE TABLE "{S.ns}".rc_clock (now timestamptz NOT NULL);
-        INSERT INTO "{S.ns}".rc_clock VALUES (%s);
         CREATE FUNCTION "{S.ns}".now() RETURNS timestamptz LANGUAGE sql STABLE AS 'SELECT now FROM "{S.ns}".rc_clock';
         CREATE FUNCTION "{S.ns}".clock_timestamp() RETURNS timestamptz LANGUAGE sql STABLE AS 'SELECT now FROM "{S.ns}".rc_clock';
         CREATE FUNCTION "{S.ns}".statement_timestamp() RETURNS timestamptz LANGUAGE sql STABLE AS 'SELECT now FROM "{S.ns}".rc_clock';
         CREATE FUNCTION "{S.ns}".transaction_timestamp() RETURNS timestamptz LANGUAGE sql STABLE AS 'SELECT now FROM "{S.ns}".rc_clock';
-    """.replace("%s", "'" + fmt(_NOW[0]) + "'"), fetch=False)
+    """, fetch=False)
 
     connector = procrastinate.PsycopgConnector(conninfo=url, kwargs={"options": S.options},
                                                min_size=1, max_size=2)
