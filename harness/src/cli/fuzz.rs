@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use reapcheck::adapter::target::AdapterTarget;
-use reapcheck::config::{ADAPTER_PREFIX, AdapterConfig};
+use reapcheck::config::AdapterConfig;
 use reapcheck::fuzz::{self, Compared, FuzzSettings, TargetFuzz};
 use reapcheck::progress::Progress;
 use reapcheck::runner::{self, Verdict};
@@ -16,7 +16,6 @@ use reapcheck::reach;
 
 use super::inputs::report;
 use super::one_server::{self, Reached, random_seed};
-use super::run::parse_targets;
 use super::{EXIT_FAILED, EXIT_INVALID};
 
 /// Arguments of `fuzz`.
@@ -54,19 +53,19 @@ pub fn fuzz(args: FuzzArgs) -> ExitCode {
         eprintln!("error: {message}");
         ExitCode::from(EXIT_INVALID)
     };
-    let (adapter_names, databases): (Vec<&str>, Vec<&str>) =
-        args.db.split(',').map(str::trim).filter(|t| !t.is_empty()).partition(|t| t.starts_with(ADAPTER_PREFIX));
-    let targets = match databases.is_empty() && !adapter_names.is_empty() {
-        true => Vec::new(),
-        false => match parse_targets(&databases.join(",")) {
-            Ok(t) => t,
-            Err(e) => return invalid(e),
-        },
+    // `--db` as `run` reads it (config.rs): database names, `all`, and
+    // `adapter:<name>` for an `[adapters.<name>]` of reapcheck.toml.
+    let project = match (super::Inputs { scenarios: None, dialects: None }).project() {
+        Ok(p) => p,
+        Err(errors) => return invalid(errors.join("\nerror: ")),
     };
-    let adapters = match adapter_configs(&adapter_names) {
-        Ok(a) => a,
-        Err(e) => return invalid(e),
+    let selection = match project.targets(Some(&args.db)) {
+        Ok(s) => s.value,
+        Err(e) => return invalid(e.to_string()),
     };
+    let targets = selection.targets;
+    let adapters: Vec<AdapterConfig> =
+        selection.adapters.iter().filter_map(|name| project.adapter(name).cloned()).collect();
     let required = match reach::required_targets() {
         Ok(r) => r,
         Err(e) => return invalid(e),
@@ -122,9 +121,9 @@ pub fn fuzz(args: FuzzArgs) -> ExitCode {
             failed += 1;
         }
     }
-    for (config, root) in &adapters {
+    for config in &adapters {
         let name = config.target_name();
-        let mut target = match runtime.block_on(AdapterTarget::open(config, root)) {
+        let mut target = match runtime.block_on(AdapterTarget::open(config, &project.root)) {
             Ok(t) => t,
             Err(reason) => {
                 println!("FAIL     {name} not run: {reason}");
@@ -154,26 +153,6 @@ pub fn fuzz(args: FuzzArgs) -> ExitCode {
         return ExitCode::from(EXIT_FAILED);
     }
     if failed > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
-}
-
-/// The `[adapters.<name>]` of reapcheck.toml for each `adapter:<name>`,
-/// with the folder its command runs in.
-fn adapter_configs(names: &[&str]) -> Result<Vec<(AdapterConfig, PathBuf)>, String> {
-    if names.is_empty() {
-        return Ok(Vec::new());
-    }
-    let inputs = super::Inputs { scenarios: None, dialects: None };
-    let project = inputs.project().map_err(|errors| errors.join("\nerror: "))?;
-    names
-        .iter()
-        .map(|t| {
-            let name = &t[ADAPTER_PREFIX.len()..];
-            let config = project.adapter(name).cloned().ok_or_else(|| {
-                format!("no `[adapters.{name}]` in reapcheck.toml for --db {t}: docs/adapter-protocol.md shows how")
-            })?;
-            Ok((config, project.root.clone()))
-        })
-        .collect()
 }
 
 /// Fuzzes an adapter target: each generated case played through it and
