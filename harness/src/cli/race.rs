@@ -27,9 +27,15 @@ pub struct RaceArgs {
     /// cockroach, mssql; servers must be on this machine.
     #[arg(long, default_value = "sqlite")]
     db: String,
-    /// Real seconds each target races (at most 600).
+    /// Real seconds each target races (at most 600), per round.
     #[arg(long, default_value_t = 10.0)]
     seconds: f64,
+    /// Races each target up to this many times (1 to 20), round k with
+    /// seed `seed + k - 1`, stopping at the first round that breaks a rule;
+    /// a target passes when every round passed. A race finds a defect by
+    /// chance: rounds make a miss rarer without making one race longer.
+    #[arg(long, default_value_t = 1)]
+    rounds: u32,
     /// Worker tasks, each on its own connection (1 to 64; with the reapers
     /// at most 31).
     #[arg(long, default_value_t = 8)]
@@ -96,6 +102,7 @@ impl RaceArgs {
         within("poll", self.poll, 1, 300)?;
         within("apply-delay", self.apply_delay, 0, 300)?;
         within("skew", self.skew, 0, 3600)?;
+        within("rounds", self.rounds.into(), 1, 20)?;
         Ok(Settings {
             seconds: self.seconds,
             workers: self.workers,
@@ -151,8 +158,9 @@ pub fn race(args: RaceArgs) -> ExitCode {
             return ExitCode::from(EXIT_INVALID);
         }
     };
+    let rounds = if args.rounds > 1 { format!(", up to {} rounds", args.rounds) } else { String::new() };
     println!(
-        "race: seed {seed}, {} s per target, {} workers, {} reapers, {} jobs, clock x{}, poll {} s, apply delay up to {} s, skew {} s",
+        "race: seed {seed}{rounds}, {} s per target, {} workers, {} reapers, {} jobs, clock x{}, poll {} s, apply delay up to {} s, skew {} s",
         settings.seconds,
         settings.workers,
         settings.reapers,
@@ -198,7 +206,7 @@ pub fn race(args: RaceArgs) -> ExitCode {
         };
         let on = format!("{target} [{}]", server.version());
         let history = args.history.as_ref().map(|d| d.join(format!("{target}.history")));
-        let ok = runtime.block_on(race_one(&on, &server, dialect, &settings, history));
+        let ok = runtime.block_on(race_rounds(&on, &server, dialect, &settings, args.rounds, history));
         runtime.block_on(server.close());
         if ok { passed += 1 } else { failed += 1 }
     }
@@ -210,8 +218,54 @@ pub fn race(args: RaceArgs) -> ExitCode {
     if failed > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
 }
 
-/// Races one target and prints its line; true when it passed.
-async fn race_one(on: &str, server: &Server, dialect: &Dialect, settings: &Settings, history: Option<PathBuf>) -> bool {
+/// Races one target up to `rounds` times, round k with seed `seed + k -
+/// 1`, and prints its line: `ok` with the last round's figures when every
+/// round passed, else `FAIL` with the failing round's. True when it passed.
+async fn race_rounds(
+    on: &str,
+    server: &Server,
+    dialect: &Dialect,
+    settings: &Settings,
+    rounds: u32,
+    history: Option<PathBuf>,
+) -> bool {
+    for round in 1..=rounds {
+        let settings = Settings { seed: settings.seed.wrapping_add(u64::from(round - 1)), ..settings.clone() };
+        let on = if rounds > 1 {
+            format!("{on}, round {round} of {rounds} (seed {})", settings.seed)
+        } else {
+            on.to_owned()
+        };
+        let last = round == rounds;
+        match race_one(&on, server, dialect, &settings, history.clone()).await {
+            Round::Failed => return false,
+            Round::Passed(summary) if last => {
+                println!("ok       {on}: {summary}");
+                return true;
+            }
+            Round::Passed(summary) => println!("    passed {on}: {summary}"),
+        }
+    }
+    false
+}
+
+/// What one round of one target came to.
+enum Round {
+    /// Every rule held; the round's figures.
+    Passed(String),
+    /// A rule broke or the race did not run; already printed.
+    Failed,
+}
+
+/// Races one target once; prints its `FAIL` line and violations when it
+/// failed. A later round overwrites the history file of an earlier one.
+async fn race_one(
+    on: &str,
+    server: &Server,
+    dialect: &Dialect,
+    settings: &Settings,
+    history: Option<PathBuf>,
+) -> Round {
     let file = std::env::temp_dir().join(format!("reapcheck-race-{}-{}.db", std::process::id(), nanos()));
     let place = if server.is_sqlite() { Place::SqliteFile(file.clone()) } else { Place::Server(server) };
     let result = workload::run(place, dialect, settings).await;
@@ -222,7 +276,7 @@ async fn race_one(on: &str, server: &Server, dialect: &Dialect, settings: &Setti
         Ok(r) => r,
         Err(e) => {
             println!("FAIL     {on}: the race did not run: {e}");
-            return false;
+            return Round::Failed;
         }
     };
     if let Some(path) = history {
@@ -266,8 +320,7 @@ async fn race_one(on: &str, server: &Server, dialect: &Dialect, settings: &Setti
         ops as f64 / checked.max(1e-9)
     );
     if violations.is_empty() && errors.is_empty() && reclaims > 0 {
-        println!("ok       {on}: {summary}");
-        return true;
+        return Round::Passed(summary);
     }
     println!("FAIL     {on}: {summary}");
     if reclaims == 0 {
@@ -280,7 +333,7 @@ async fn race_one(on: &str, server: &Server, dialect: &Dialect, settings: &Setti
     for v in violations.iter().take(10) {
         println!("    {v}");
     }
-    false
+    Round::Failed
 }
 
 fn nanos() -> u128 {
