@@ -559,7 +559,34 @@ pub async fn sweep(server: &Server, dialect: &Dialect) -> Swept {
             Err(e) => swept.errors.push(format!("cannot drop {name}: {e}")),
         }
     }
+    if !swept.removed.is_empty() {
+        confirm_dropped(server, &mut swept).await;
+    }
     swept
+}
+
+/// Moves from `swept.removed` to its errors every namespace the server
+/// still lists: a `drop_namespace` that ran without an error is not proof
+/// that the namespace is gone (a no-op script, a `DROP SCHEMA` without
+/// `CASCADE` that only warns), and a sweep never reports as removed what
+/// is still there.
+async fn confirm_dropped(server: &Server, swept: &mut Swept) {
+    let still = match server.namespaces().await {
+        Ok(names) => names,
+        Err(e) => {
+            swept.errors.push(format!("cannot list the namespaces again to confirm the drops: {e}"));
+            swept.removed.clear();
+            return;
+        }
+    };
+    let (gone, kept): (Vec<String>, Vec<String>) = swept.removed.drain(..).partition(|n| !still.contains(n));
+    swept.removed = gone;
+    for name in kept {
+        swept.errors.push(format!(
+            "{name} is still on the server after its drop_namespace ran without an error: make the dialect's \
+             drop_namespace remove the namespace and everything in it (CASCADE)"
+        ));
+    }
 }
 
 /// What [`sweep`] did.
@@ -639,6 +666,31 @@ mod tests {
         run.close().await;
         assert!(server.namespaces().await.expect("listed").contains(&ns), "the kill came before the drop");
         isolation::confirm_dropped(&server, &dialect, &ns, failed).await.expect("dropped on a new connection");
+        assert!(!server.namespaces().await.expect("listed").contains(&ns), "left behind");
+    }
+
+    /// Against `REAPCHECK_POSTGRES_URL`: a sweep whose `drop_namespace`
+    /// runs without an error but drops nothing reports the namespace as
+    /// still there, not as removed; the shipped script then removes it.
+    #[tokio::test]
+    async fn a_sweep_reports_removed_only_what_is_gone() {
+        let Some(url) = crate::reach::test_url(crate::target::Target::Postgres) else { return };
+        use crate::dialect::Source;
+        let server = crate::backend::postgres(&url).await.expect("postgres is reachable");
+        let dialect = Dialect::load(&Source::Embedded, "postgres").expect("the postgres dialect loads");
+        // Made a day and an hour ago by this host: stale whoever owns it.
+        let me = namespace::this_process();
+        let old = namespace::Owner { started: namespace::unix_seconds() - 25 * 3600, ..me.clone() };
+        let ns = namespace::name(&old, 7);
+        let mut conn = server.open().await.expect("open");
+        namespace_script(&mut conn, &dialect, "create_namespace", &ns).await.expect("created");
+        conn.close().await;
+        let no_op = dialect.with_sql("drop_namespace", "SELECT 1".to_owned());
+        let swept = sweep(&server, &no_op).await;
+        assert!(!swept.removed.contains(&ns), "{swept:?}");
+        assert!(swept.errors.iter().any(|e| e.starts_with(&format!("{ns} is still on the server"))), "{swept:?}");
+        let swept = sweep(&server, &dialect).await;
+        assert!(swept.removed.contains(&ns), "{swept:?}");
         assert!(!server.namespaces().await.expect("listed").contains(&ns), "left behind");
     }
 

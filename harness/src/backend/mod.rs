@@ -309,9 +309,7 @@ impl Server {
         // writes it `[_]`.
         let sql = match &self.kind {
             ServerKind::Sqlite { .. } => return Ok(Vec::new()),
-            ServerKind::Postgres(_) => {
-                "SELECT CAST(schema_name AS text) FROM information_schema.schemata WHERE schema_name LIKE 'rc\\_%'"
-            }
+            ServerKind::Postgres(s) => namespace_listing(s.product()),
             ServerKind::MySql { .. } => {
                 "SELECT CAST(schema_name AS BINARY) FROM information_schema.schemata WHERE schema_name LIKE 'rc\\_%'"
             }
@@ -336,6 +334,24 @@ impl Server {
         }
         if let ServerKind::Postgres(s) = self.kind {
             s.close().await;
+        }
+    }
+}
+
+/// The query that lists the `rc_` namespaces of a server of `product`, one
+/// `name` column. PostgreSQL's namespaces are schemas of the URL's
+/// database (`information_schema.schemata`); CockroachDB's are databases of
+/// the cluster (`dialects/cockroach/schema.sql` creates one per run), which
+/// `information_schema` does not show beyond the current one, so they are
+/// read from `pg_catalog.pg_database`, which lists every database of the
+/// cluster.
+pub(crate) fn namespace_listing(product: postgres::Product) -> &'static str {
+    match product {
+        postgres::Product::Postgres => {
+            "SELECT CAST(schema_name AS text) FROM information_schema.schemata WHERE schema_name LIKE 'rc\\_%'"
+        }
+        postgres::Product::Cockroach => {
+            "SELECT CAST(datname AS text) FROM pg_catalog.pg_database WHERE datname LIKE 'rc\\_%'"
         }
     }
 }

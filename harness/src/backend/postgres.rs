@@ -98,6 +98,7 @@ pub struct PgServer {
     /// Kept only to take its password out of error messages.
     url: String,
     version: String,
+    product: Product,
 }
 
 /// One connection, for one scenario run. [`PgConn::close`] gives it back
@@ -148,6 +149,7 @@ async fn connect_within(url: &str, wanted: Product, timeout: Duration) -> Result
         opened: AtomicUsize::new(0),
         url: url.to_owned(),
         version,
+        product: wanted,
     })
 }
 
@@ -224,6 +226,12 @@ impl PgServer {
     /// `postgres 15.20` or `cockroach 23.1.11`.
     pub fn version(&self) -> &str {
         &self.version
+    }
+
+    /// Which product answered: the one [`connect`] was asked for, since it
+    /// refuses any other.
+    pub fn product(&self) -> Product {
+        self.product
     }
 
     /// A connection with the session defaults and no cached statements:
@@ -1000,6 +1008,32 @@ expect:
     async fn scenarios_give_the_models_outcome() {
         let Some(server) = server().await else { return };
         check_scenarios(&server, &dialect("postgres")).await;
+    }
+
+    #[tokio::test]
+    async fn cockroachs_namespaces_are_listed_from_the_clusters_databases() {
+        // CockroachDB's namespaces are databases (dialects/cockroach/
+        // schema.sql), which information_schema.schemata does not list
+        // beyond the current database; pg_database lists them on both
+        // products, so the listing is proven here on PostgreSQL.
+        let Some(server) = server().await else { return };
+        let name = namespace();
+        let mut conn = server.open().await.expect("a connection");
+        conn.execute(&format!("CREATE DATABASE {name}"), &[]).await.expect("a database");
+        let as_cockroach = lists(&mut conn, Product::Cockroach, &name).await;
+        let as_postgres = lists(&mut conn, Product::Postgres, &name).await;
+        conn.execute(&format!("DROP DATABASE {name}"), &[]).await.expect("dropped");
+        conn.close().await;
+        assert!(as_cockroach, "the cockroach listing must show a database {name}");
+        assert!(!as_postgres, "the postgres listing reads schemas, not databases");
+    }
+
+    /// Whether `product`'s namespace listing, run on `conn`, names `name`.
+    async fn lists(conn: &mut Connection, product: Product, name: &str) -> bool {
+        let column = Column { name: "name", kind: Kind::Text, nullable: false };
+        let sql = backend::namespace_listing(product);
+        let rows = conn.query(sql, &[], std::slice::from_ref(&column)).await.expect("the listing runs");
+        rows.into_iter().any(|row| row.first() == Some(&Value::Text(name.to_owned())))
     }
 
     /// The cockroach dialect with its tables in PostgreSQL's words: `STRING`,
