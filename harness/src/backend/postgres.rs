@@ -1035,40 +1035,4 @@ expect:
         let rows = conn.query(sql, &[], std::slice::from_ref(&column)).await.expect("the listing runs");
         rows.into_iter().any(|row| row.first() == Some(&Value::Text(name.to_owned())))
     }
-
-    /// The cockroach dialect with its tables in PostgreSQL's words: `STRING`,
-    /// which CockroachDB compares by its bytes, becomes `text COLLATE "C"`;
-    /// the index declared inside CREATE TABLE becomes a CREATE INDEX; the
-    /// namespace (a database, entered with CockroachDB's `SET database`)
-    /// is PostgreSQL's schema.
-    fn cockroach_in_postgres_words() -> Dialect {
-        let cockroach = dialect("cockroach");
-        let postgres = dialect("postgres");
-        let inline = ",\n    INDEX jobs_reap (status, queue)\n);";
-        let types = |schema| {
-            let sql = cockroach.statement("schema", schema).sql.replace("STRING", "text COLLATE \"C\"");
-            assert!(sql.contains(inline), "the index is declared inside CREATE TABLE jobs");
-            sql.replacen(inline, "\n);\nCREATE INDEX jobs_reap ON jobs (status, queue);", 1)
-        };
-        let (standard, legacy) = (types(Schema::Standard), types(Schema::Legacy));
-        let mut patched = cockroach.with_sql("schema", standard).with_sql("legacy_schema", legacy);
-        for script in ["create_namespace", "enter_namespace", "drop_namespace"] {
-            patched = patched.with_sql(script, postgres.statement(script, Schema::Standard).sql.clone());
-        }
-        patched
-    }
-
-    #[tokio::test]
-    async fn the_cockroach_sql_gives_the_models_outcome_on_postgresql() {
-        // CockroachDB cannot run here. Its statements, but for the STRING
-        // type, are PostgreSQL too: this catches a typo or a wrong clause in
-        // them, though not a behaviour only CockroachDB has.
-        let Some(server) = server().await else { return };
-        let patched = cockroach_in_postgres_words();
-        assert!(
-            patched.statement("schema", Schema::Legacy).sql.contains("text COLLATE"),
-            "the legacy schema was patched"
-        );
-        check_scenarios(&server, &patched).await;
-    }
 }
