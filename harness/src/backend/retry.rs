@@ -5,15 +5,38 @@
 //!   `serialization_failure`. CockroachDB runs every transaction
 //!   SERIALIZABLE and asks the client to retry one it could not order
 //!   (docs: "Transaction retry error reference"); PostgreSQL raises it only
-//!   under REPEATABLE READ or SERIALIZABLE. Every statement the backend
-//!   runs is its own implicit transaction (no dialect script opens one), so
-//!   the failed statement was rolled back whole and running it again is the
-//!   retry CockroachDB documents.
+//!   under REPEATABLE READ or SERIALIZABLE. No dialect script opens a
+//!   transaction, and outside the two below every statement the backend
+//!   runs is its own implicit transaction: the failed statement was rolled
+//!   back whole and running it again is the retry CockroachDB documents.
+//!
+//!   Two callers do open one: a scenario's setup rows are inserted in one
+//!   explicit transaction (`SqlEngine::with_setup_transaction`, used by
+//!   `run` and `bench --scale`), and `bench --scale` runs its guarded
+//!   `reap_retry` statements in one it rolls back. There a 40001 has
+//!   already aborted the whole transaction, not only the statement, and the
+//!   retry does not replay it: the rerun of an INSERT or UPDATE gets 25P02
+//!   (`in_failed_sql_transaction`), which is not retried, so the setup
+//!   fails with that error instead of going on with rows missing. A 40001
+//!   on the COMMIT itself has ended the transaction; the rerun COMMIT gets
+//!   25P01 (no transaction in progress) from CockroachDB, an error again,
+//!   but only a WARNING from PostgreSQL, where it succeeds: a serialization
+//!   failure at the setup's COMMIT would pass with the setup rows lost, and
+//!   the steps would run against a partial setup (this is not safe). reapcheck
+//!   sets no isolation level, so PostgreSQL, at its default READ COMMITTED,
+//!   never raises 40001 there, unless the server's
+//!   `default_transaction_isolation` is raised.
 //! - SQL Server: error 1807 (`CREATE DATABASE` could not obtain an exclusive
 //!   lock on database 'model', while another `CREATE DATABASE` copies it),
 //!   3702 (`DROP DATABASE` while a session is still inside) and 5061
 //!   (`ALTER DATABASE ... SET SINGLE_USER` while another session holds the
-//!   database), and 1205 (chosen as a deadlock victim).
+//!   database), and 1205 (chosen as a deadlock victim). The first three
+//!   come from `CREATE`, `DROP` and `ALTER DATABASE`, which SQL Server never
+//!   runs inside a transaction. A 1205 inside the setup transaction has
+//!   rolled back the whole transaction and left it: the rerun commits
+//!   alone, and the setup's `COMMIT TRANSACTION` then fails with 3902 (no
+//!   matching `BEGIN TRANSACTION`), not retried, so the setup fails rather
+//!   than passing with the earlier rows lost.
 //!
 //! At most [`ATTEMPTS`] runs, waiting [`backoff`] between them: 10, 20, 40
 //! and 80 ms, 150 ms in all, more than any of these conflicts lasts between
