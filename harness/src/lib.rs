@@ -6,6 +6,12 @@
 //! [`outcome`], and all of them must equal the scenario's committed snapshot
 //! ([`snapshot`]). [`runner`] ties these together for the CLI and the tests.
 
+/// reapcheck's version and the commit it was built from:
+/// `0.1.0 (commit 0123456789ab)`, or `(commit unknown)` when built outside
+/// a git checkout. `--version` prints it and every `outcomes.json` records
+/// it, so `verdict` refuses legs run by different builds.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("REAPCHECK_COMMIT"), ")");
+
 pub mod adapter;
 pub mod backend;
 pub mod config;

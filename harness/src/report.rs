@@ -220,7 +220,13 @@ mod tests {
     #[test]
     fn a_cleared_folder_keeps_no_report_of_the_previous_run() {
         let dir = std::env::temp_dir().join(format!("reapcheck-clear-{}", std::process::id()));
-        let run = outcomes::RunInfo { leg: "sqlite".into(), corpus_hash: "sha256:0".into(), interrupted: None };
+        let run = outcomes::RunInfo {
+            leg: "sqlite".into(),
+            corpus_hash: "sha256:0".into(),
+            filters: Vec::new(),
+            code: Vec::new(),
+            interrupted: None,
+        };
         write(&dir, &[record("sqlite", Verdict::Ok)], &run).unwrap();
         for name in FILES {
             assert!(dir.join(name).exists(), "{name} not written");

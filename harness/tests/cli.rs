@@ -363,7 +363,7 @@ fn from_a_subfolder_the_project_file_runs_the_on_disk_sql_and_corpus() {
     let first = out.lines().next().unwrap();
     let dialects = root().join("dialects/sqlite").display().to_string();
     assert!(first.starts_with(&format!("config {}", root().join("reapcheck.toml").display())), "{first}");
-    assert!(first.ends_with(&format!("SQL: sqlite from {dialects}")), "{first}");
+    assert!(first.contains(&format!("SQL: sqlite from {dialects}; SQL hashes: sqlite sha256:")), "{first}");
     // A project whose SQL is broken fails without any flag: the binary runs
     // the files the user sees, not the copy built into it.
     let scratch = Scratch::new("project");
@@ -1028,7 +1028,8 @@ fn init_sets_up_a_repository_whose_run_passes_and_refuses_to_overwrite_without_f
     let o = reapcheck_in(&scratch.0.join("reapcheck"), &["run"], &[]);
     let out = stdout(&o);
     assert!(o.status.success(), "{out}{}", stderr(&o));
-    assert!(out.starts_with("config ") && out.lines().next().unwrap().ends_with("SQL: sqlite builtin"), "{out}");
+    let first = out.lines().next().unwrap();
+    assert!(out.starts_with("config ") && first.contains("SQL: sqlite builtin; SQL hashes: sqlite sha256:"), "{out}");
     assert!(out.contains("ok       stopped-heartbeat  on sqlite"), "{out}");
     let n = scenario_count() + 1;
     assert!(out.ends_with(&format!("model: {n} passed, 0 failed; sqlite: {n} passed, 0 failed, 0 skipped\n")), "{out}");

@@ -30,7 +30,7 @@ pub const EXIT_INVALID: u8 = 2;
 #[derive(Parser, Debug)]
 #[command(
     name = "reapcheck",
-    version,
+    version = reapcheck::VERSION,
     about,
     after_help = "Run `reapcheck <command> --help` for examples, environment variables and exit codes."
 )]

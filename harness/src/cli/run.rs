@@ -274,7 +274,7 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(EXIT_INVALID);
         }
     };
-    println!("{}", args.inputs.describe_sql(&dialect_names));
+    println!("{}{}", args.inputs.describe_sql(&dialect_names), hashes_shown(&dialects));
     let root = project.root.clone();
     let plan = Plan {
         scenarios: &scenarios,
@@ -323,6 +323,8 @@ pub fn run(args: RunArgs) -> ExitCode {
         let run = outcomes::RunInfo {
             leg: args.leg.clone().unwrap_or_else(|| target_list(&targets, &adapters)),
             corpus_hash: corpus.unwrap_or_else(|e| format!("unreadable: {e}")),
+            filters: args.filters.clone(),
+            code: code_of_targets(&dialects, &targets, &adapters),
             interrupted: interrupted.map(str::to_owned),
         };
         match report::write(dir, &records, &run) {
@@ -366,6 +368,42 @@ struct Plan<'a> {
 }
 
 /// The targets as `--db` names them: `sqlite,adapter:ref`.
+/// Whose code ran on each target, for `outcomes.json`
+/// ([`outcomes::TargetSummary::code`]): a SQL target's dialect provenance
+/// and policy, an adapter's command.
+fn code_of_targets(dialects: &[Dialect], targets: &[Target], adapters: &[AdapterConfig]) -> Vec<(String, String)> {
+    let sql = targets.iter().filter_map(|t| {
+        let dialect = dialects.iter().find(|d| d.name == t.dialect())?;
+        let policy = if dialect.profile.policy.is_reference() {
+            "reference policy".to_owned()
+        } else {
+            let knobs: Vec<String> =
+                dialect.profile.policy.decisions().iter().map(|(k, v)| format!("{k} = {v}")).collect();
+            format!("policy {}", knobs.join(", "))
+        };
+        let p = &dialect.provenance;
+        let source = if p.source == "builtin" { format!("builtin {}", dialect.name) } else { p.source.clone() };
+        Some((t.name().to_owned(), format!("{source} {}; {policy}", p.hash)))
+    });
+    let adapters = adapters
+        .iter()
+        .map(|a| (a.target_name(), format!("adapter command `{}` on {}", a.command.join(" "), a.database.name())));
+    sql.chain(adapters).collect()
+}
+
+/// `; sqlite sha256:0123456789ab, postgres sha256:…` for the opening line:
+/// which files each dialect's SQL was read from, told apart by hash.
+fn hashes_shown(dialects: &[Dialect]) -> String {
+    if dialects.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = dialects
+        .iter()
+        .map(|d| format!("{} {}", d.name, d.provenance.to_string().rsplit(' ').next().unwrap_or_default()))
+        .collect();
+    format!("; SQL hashes: {}", parts.join(", "))
+}
+
 fn target_list(targets: &[Target], adapters: &[AdapterConfig]) -> String {
     let names = targets.iter().map(|t| t.name().to_owned()).chain(adapters.iter().map(AdapterConfig::target_name));
     names.collect::<Vec<_>>().join(",")

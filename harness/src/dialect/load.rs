@@ -44,7 +44,49 @@ pub struct Dialect {
     pub profile: Profile,
     /// Its pinned outcomes (`pinned/`), by scenario name; none when embedded.
     pub pins: std::collections::BTreeMap<String, super::pins::Pin>,
+    /// Whose SQL this is: where it was read from and the hash of its files.
+    pub provenance: Provenance,
     statements: BTreeMap<String, Statement>,
+}
+
+/// Where a dialect's SQL came from, for every report to say whose SQL ran
+/// (docs/reports.md): the copy built into reapcheck, or a folder, and a
+/// hash over its files, so two runs of "the same" dialect that read
+/// different SQL are told apart.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Provenance {
+    /// `builtin`, or the dialect's folder as given (`my-dialects/postgres`).
+    pub source: String,
+    /// `sha256:<hex>` over each `.sql` file's name and text, sorted by name,
+    /// then the `dialect.toml` text (empty when there is none).
+    pub hash: String,
+}
+
+impl std::fmt::Display for Provenance {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // 12 hex digits name it in a line; outcomes.json keeps all 64.
+        let short = self.hash.strip_prefix("sha256:").map_or(self.hash.as_str(), |h| &h[..h.len().min(12)]);
+        write!(f, "{} sha256:{short}", self.source)
+    }
+}
+
+/// [`Provenance::hash`] of `files` (name, text) and the profile's text.
+fn provenance_hash(files: &[(String, String)], profile: Option<&str>) -> String {
+    use sha2::{Digest, Sha256};
+    let mut sorted: Vec<&(String, String)> = files.iter().collect();
+    sorted.sort();
+    let mut digest = Sha256::new();
+    let mut part = |bytes: &[u8]| {
+        digest.update((bytes.len() as u64).to_le_bytes());
+        digest.update(bytes);
+    };
+    for (name, text) in sorted {
+        part(name.as_bytes());
+        part(text.as_bytes());
+    }
+    part(profile.unwrap_or_default().as_bytes());
+    let hex: String = digest.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
 }
 
 impl Dialect {
@@ -54,7 +96,15 @@ impl Dialect {
         let files = read_files(source, name).map_err(|e| vec![e])?;
         let profile_shown = format!("{name}/{}", profile::FILE_NAME);
         let mut errors = Vec::new();
-        let profile = match read_extra(source, name, profile::FILE_NAME).map_err(|e| vec![e])? {
+        let profile_text = read_extra(source, name, profile::FILE_NAME).map_err(|e| vec![e])?;
+        let provenance = Provenance {
+            source: match source {
+                Source::Embedded => "builtin".to_owned(),
+                Source::Folder(root) => root.join(name).display().to_string(),
+            },
+            hash: provenance_hash(&files, profile_text.as_deref()),
+        };
+        let profile = match profile_text {
             None => None,
             Some(text) => match Profile::parse(&text) {
                 Ok(p) => Some(p),
@@ -160,7 +210,7 @@ impl Dialect {
         if !errors.is_empty() {
             return Err(errors);
         }
-        let dialect = Dialect { name: name.to_owned(), profile, pins, statements };
+        let dialect = Dialect { name: name.to_owned(), profile, pins, provenance, statements };
         let forgotten = super::emptying::not_emptied(&dialect);
         if forgotten.is_empty() {
             return Ok(dialect);
@@ -340,4 +390,49 @@ pub fn dialect_names(source: &Source) -> Vec<String> {
     };
     names.sort();
     names
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A folder holding a copy of the embedded `sqlite` dialect, its
+    /// `reaper.sql` passed through `edit`; removed when dropped.
+    struct Copy(PathBuf);
+
+    impl Copy {
+        fn new(tag: &str, edit: impl Fn(&str) -> String) -> Copy {
+            let root = std::env::temp_dir().join(format!("reapcheck-provenance-{tag}-{}", std::process::id()));
+            let dir = root.join("sqlite");
+            std::fs::create_dir_all(&dir).unwrap();
+            for (file, text) in read_files(&Source::Embedded, "sqlite").unwrap() {
+                let text = if file == "reaper.sql" { edit(&text) } else { text };
+                std::fs::write(dir.join(file), text).unwrap();
+            }
+            Copy(root)
+        }
+    }
+
+    impl Drop for Copy {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    #[test]
+    fn a_dialect_says_where_its_sql_came_from_and_hashes_what_it_read() {
+        let builtin = Dialect::load(&Source::Embedded, "sqlite").unwrap();
+        assert_eq!(builtin.provenance.source, "builtin");
+        assert!(builtin.provenance.hash.starts_with("sha256:") && builtin.provenance.hash.len() == 71);
+        let same = Copy::new("same", str::to_owned);
+        let copied = Dialect::load(&Source::Folder(same.0.clone()), "sqlite").unwrap();
+        assert_eq!(copied.provenance.source, same.0.join("sqlite").display().to_string());
+        assert_eq!(copied.provenance.hash, builtin.provenance.hash, "the same files hash the same wherever they are");
+        // One comment more: the same statements, but not the same files.
+        let edited = Copy::new("edited", |t| format!("-- ported by us\n{t}"));
+        let edited = Dialect::load(&Source::Folder(edited.0.clone()), "sqlite").unwrap();
+        assert_ne!(edited.provenance.hash, builtin.provenance.hash);
+        let shown = builtin.provenance.to_string();
+        assert_eq!(shown, format!("builtin sha256:{}", &builtin.provenance.hash[7..19]));
+    }
 }

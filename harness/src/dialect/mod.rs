@@ -14,5 +14,5 @@ mod split;
 pub mod text;
 
 pub use error::{DialectError, DialectErrorKind};
-pub use load::{Dialect, Source, Statement, dialect_names, embedded_files, read_extra};
+pub use load::{Dialect, Provenance, Source, Statement, dialect_names, embedded_files, read_extra};
 pub use profile::Profile;

@@ -153,7 +153,12 @@ pub(crate) mod tests {
             } else {
                 let mut counts = Counts::default();
                 counts.add(c.result);
-                targets.push(TargetSummary { target: c.target.clone(), server: c.server.clone(), counts });
+                targets.push(TargetSummary {
+                    target: c.target.clone(),
+                    server: c.server.clone(),
+                    counts,
+                    code: String::new(),
+                });
             }
         }
         LegOutcomes {
@@ -161,6 +166,7 @@ pub(crate) mod tests {
             reapcheck_version: "0.1.0".into(),
             leg: name.into(),
             corpus_hash: "sha256:c0".into(),
+            filters: Vec::new(),
             interrupted: false,
             targets,
             cases,

@@ -27,6 +27,12 @@ pub struct RunInfo {
     pub leg: String,
     /// [`corpus_hash`] of the scenarios the run loaded.
     pub corpus_hash: String,
+    /// The scenario filters the run was given (`run grace/`); empty for
+    /// the whole corpus.
+    pub filters: Vec<String>,
+    /// Whose code ran on each database target: its name and what
+    /// [`TargetSummary::code`] records.
+    pub code: Vec<(String, String)>,
     /// The signal (`SIGINT`, `SIGTERM`) that stopped the run before it
     /// finished ([`crate::interrupt`]): its cases are incomplete and
     /// `verdict` fails the leg. `None` for a run that finished.
@@ -45,6 +51,10 @@ pub struct LegOutcomes {
     pub leg: String,
     /// `sha256:<hex>` over the scenarios run and their snapshots.
     pub corpus_hash: String,
+    /// The scenario filters the run was given; empty for the whole corpus
+    /// (absent in files written before it was recorded).
+    #[serde(default)]
+    pub filters: Vec<String>,
     /// True when the run was stopped before it finished.
     pub interrupted: bool,
     /// Per target (the model first), its server and counts.
@@ -64,6 +74,13 @@ pub struct TargetSummary {
     pub server: String,
     /// Its cases by result.
     pub counts: Counts,
+    /// Whose code ran: for a SQL target its dialect's provenance
+    /// (`builtin sha256:<hex>` or `<folder> sha256:<hex>`, see
+    /// [`crate::dialect::Provenance`]) and policy; for an adapter its
+    /// command; empty for the model (and in files written before it was
+    /// recorded).
+    #[serde(default)]
+    pub code: String,
 }
 
 /// Cases by result.
@@ -211,7 +228,9 @@ impl LegOutcomes {
                 Some(i) => i,
                 None => {
                     let server = c.server.clone();
-                    targets.push(TargetSummary { target: c.target.clone(), server, counts: Counts::default() });
+                    let code =
+                        run.code.iter().find(|(t, _)| *t == c.target).map(|(_, code)| code.clone()).unwrap_or_default();
+                    targets.push(TargetSummary { target: c.target.clone(), server, counts: Counts::default(), code });
                     targets.len() - 1
                 }
             };
@@ -219,9 +238,10 @@ impl LegOutcomes {
         }
         LegOutcomes {
             schema_version: SCHEMA_VERSION,
-            reapcheck_version: env!("CARGO_PKG_VERSION").to_owned(),
+            reapcheck_version: crate::VERSION.to_owned(),
             leg: run.leg.clone(),
             corpus_hash: run.corpus_hash.clone(),
+            filters: run.filters.clone(),
             interrupted: run.interrupted.is_some(),
             targets,
             cases,
@@ -253,16 +273,26 @@ pub fn hash(bytes: &[u8]) -> String {
 /// The corpus's hash: over each scenario's name, its file and its model
 /// snapshot (absent counts as empty), in the order given (sorted by name).
 /// Two legs with the same hash ran the same scenarios with the same claims.
+/// Builtin scenarios (`builtin:/…`, [`crate::corpus`]) are read from the
+/// copy inside the binary, as the run read them.
 pub fn corpus_hash<'a>(scenarios: impl IntoIterator<Item = (&'a str, &'a Path)>) -> std::io::Result<String> {
     let mut all = Vec::new();
     for (name, path) in scenarios {
         let snapshot = crate::snapshot::path(path, None);
-        let snap = match std::fs::read(&snapshot) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(e),
+        let (file, snap) = if crate::corpus::is_builtin(path) {
+            let missing =
+                || std::io::Error::new(std::io::ErrorKind::NotFound, format!("no builtin {}", path.display()));
+            let file = crate::corpus::read(path).ok_or_else(missing)?.as_bytes().to_vec();
+            (file, crate::corpus::read(&snapshot).unwrap_or_default().as_bytes().to_vec())
+        } else {
+            let snap = match std::fs::read(&snapshot) {
+                Ok(b) => b,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+                Err(e) => return Err(e),
+            };
+            (std::fs::read(path)?, snap)
         };
-        for part in [name.as_bytes(), &std::fs::read(path)?, &snap] {
+        for part in [name.as_bytes(), &file, &snap] {
             all.extend_from_slice(&(part.len() as u64).to_le_bytes());
             all.extend_from_slice(part);
         }
@@ -349,7 +379,13 @@ mod tests {
             record("postgres", Verdict::Fail(fail.into())),
             record("mssql", Verdict::Skipped("no REAPCHECK_MSSQL_URL".into())),
         ];
-        let run = RunInfo { leg: "pg-15".into(), corpus_hash: hash(b"corpus"), interrupted: None };
+        let run = RunInfo {
+            leg: "pg-15".into(),
+            corpus_hash: hash(b"corpus"),
+            filters: Vec::new(),
+            code: Vec::new(),
+            interrupted: None,
+        };
         let leg = LegOutcomes::new(&records, &run);
         let c = &leg.cases[1];
         assert_eq!(c.result, CaseResult::Fail);

@@ -99,9 +99,34 @@ pub fn check(legs: &[LegOutcomes], expected: &[String]) -> Vec<Problem> {
                 format!("leg `{name}` ran zero scenarios on a database ({why}); set its URL and REAPCHECK_REQUIRE"),
             );
         }
+        if !leg.corpus_hash.starts_with("sha256:") {
+            push(
+                name,
+                ProblemKind::CorpusMismatch,
+                format!(
+                    "leg `{name}` has no corpus hash ({}): its scenarios cannot be compared with another leg's; rerun it with a reapcheck that records one",
+                    leg.corpus_hash
+                ),
+            );
+        }
         if let Some(first) = reference
             && first.leg != leg.leg
         {
+            if first.filters != leg.filters {
+                let shown = |f: &[String]| {
+                    if f.is_empty() { "the whole corpus".to_owned() } else { format!("only {}", f.join(" ")) }
+                };
+                push(
+                    name,
+                    ProblemKind::CorpusMismatch,
+                    format!(
+                        "leg `{name}` ran {} but leg `{}` ran {}: run every leg on the same scenarios (no filters)",
+                        shown(&leg.filters),
+                        first.leg,
+                        shown(&first.filters)
+                    ),
+                );
+            }
             if first.corpus_hash != leg.corpus_hash {
                 push(
                     name,
@@ -137,8 +162,36 @@ pub fn check(legs: &[LegOutcomes], expected: &[String]) -> Vec<Problem> {
             );
         }
     }
+    different_code(legs, &mut push);
     undeclared(legs, &mut push);
     problems
+}
+
+/// A target that appears in two legs must have run the same code in both
+/// (the same dialect files and policy, or the same adapter command): two
+/// legs of `sqlite`, one on reapcheck's SQL and one on a port's, would
+/// otherwise be merged as one column. Files that do not record it are not
+/// compared.
+fn different_code(legs: &[LegOutcomes], push: &mut impl FnMut(&str, ProblemKind, String)) {
+    let mut first: BTreeMap<&str, (&str, &str)> = BTreeMap::new();
+    for leg in legs {
+        for t in leg.targets.iter().filter(|t| t.target != "model" && !t.code.is_empty()) {
+            match first.get(t.target.as_str()) {
+                None => {
+                    first.insert(&t.target, (&t.code, &leg.leg));
+                }
+                Some(&(code, seen_leg)) if code != t.code => push(
+                    &leg.leg,
+                    ProblemKind::CorpusMismatch,
+                    format!(
+                        "leg `{}` ran {} with {} but leg `{seen_leg}` ran it with {code}: run every leg from the same dialects folder",
+                        leg.leg, t.target, t.code
+                    ),
+                ),
+                Some(_) => {}
+            }
+        }
+    }
 }
 
 /// Cases that passed under the reference profile must have produced the
@@ -242,6 +295,45 @@ mod tests {
             problems[4].message
         );
         assert!(problems[5].message.ends_with("rerun: reapcheck run --db cockroach --exact grace/b"));
+    }
+
+    #[test]
+    fn legs_on_other_scenarios_or_other_sql_or_no_corpus_hash_are_refused() {
+        let full = good("local", "sqlite");
+        let mut filtered = good("grace", "sqlite");
+        filtered.filters = vec!["grace/".to_owned()];
+        let problems = check(&[full.clone(), filtered], &[]);
+        assert_eq!(kinds(&problems), [("grace".to_owned(), ProblemKind::CorpusMismatch)]);
+        assert!(
+            problems[0].message.contains("leg `grace` ran only grace/ but leg `local` ran the whole corpus"),
+            "{}",
+            problems[0].message
+        );
+
+        let mut ours = good("ours", "sqlite");
+        let mut theirs = good("theirs", "sqlite");
+        ours.targets
+            .iter_mut()
+            .filter(|t| t.target == "sqlite")
+            .for_each(|t| t.code = "builtin sqlite sha256:a".into());
+        theirs.targets.iter_mut().filter(|t| t.target == "sqlite").for_each(|t| t.code = "port/sqlite sha256:b".into());
+        let problems = check(&[ours, theirs], &[]);
+        assert_eq!(kinds(&problems), [("theirs".to_owned(), ProblemKind::CorpusMismatch)]);
+        assert!(
+            problems[0].message.contains("ran sqlite with port/sqlite sha256:b but leg `ours` ran it with builtin")
+        );
+
+        // Two legs whose hash could not be computed must not agree by their
+        // equal error text.
+        let mut a = good("a", "sqlite");
+        let mut b = good("b", "postgres");
+        a.corpus_hash = "unreadable: No such file or directory (os error 2)".into();
+        b.corpus_hash = a.corpus_hash.clone();
+        let problems = check(&[a, b], &[]);
+        assert_eq!(
+            kinds(&problems),
+            [("a".to_owned(), ProblemKind::CorpusMismatch), ("b".to_owned(), ProblemKind::CorpusMismatch)]
+        );
     }
 
     #[test]
