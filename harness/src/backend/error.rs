@@ -27,6 +27,15 @@ pub enum BackendErrorKind {
     /// `CONNECTION LIMIT`), MySQL and MariaDB errors 1040 (`max_connections`),
     /// 1203 (`max_user_connections`) and 1226 (an account's resource limit).
     TooManyConnections,
+    /// The server refused to compile the statement: its syntax, or a
+    /// function, column, table or type use it contains, does not exist on
+    /// this server (a function added in a later version, a typo), by the
+    /// error's code: [`postgres_cannot_compile`], [`mysql_cannot_compile`],
+    /// [`sqlite_cannot_compile`], [`mssql_cannot_compile`]. The rest of
+    /// the harness treats it as [`BackendErrorKind::Database`] (the server
+    /// answered with an error); `mutate` tells such a mutant apart from a
+    /// killed one.
+    CannotCompile,
 }
 
 impl BackendError {
@@ -61,6 +70,7 @@ impl From<sqlx::Error> for BackendError {
                 return BackendError { kind: BackendErrorKind::TooManyConnections, message };
             }
             sqlx::Error::Database(db) if connection_ended(db.as_ref()) => BackendErrorKind::Connection,
+            sqlx::Error::Database(db) if cannot_compile(db.as_ref()) => BackendErrorKind::CannotCompile,
             sqlx::Error::Database(_) | sqlx::Error::RowNotFound => BackendErrorKind::Database,
             sqlx::Error::ColumnDecode { .. }
             | sqlx::Error::Decode(_)
@@ -100,14 +110,171 @@ fn connection_ended(db: &(dyn sqlx::error::DatabaseError + 'static)) -> bool {
     false
 }
 
+/// Whether the server refused to compile the statement, by the error's
+/// code (see [`BackendErrorKind::CannotCompile`]).
+fn cannot_compile(db: &(dyn sqlx::error::DatabaseError + 'static)) -> bool {
+    if let Some(pg) = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
+        return postgres_cannot_compile(pg.code());
+    }
+    if let Some(my) = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
+        return mysql_cannot_compile(my.number());
+    }
+    if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+        return db.code().and_then(|c| c.parse().ok()).is_some_and(sqlite_cannot_compile);
+    }
+    false
+}
+
+/// Whether a PostgreSQL (or CockroachDB) SQLSTATE says the statement cannot
+/// be compiled: the class 42 codes of parse analysis, i.e. syntax (42601),
+/// an undefined function, column, table, parameter or object (42883, 42703,
+/// 42P01, 42P02, 42704), an ambiguous one (42702, 42725, 42P08, 42P09), a
+/// type the statement cannot resolve or match (42804, 42P18, 42846, 42809),
+/// grouping and window misuse (42803, 42P20) and an invalid column
+/// reference (42P10). Not the rest of class 42: 42501 (insufficient
+/// privilege) and the duplicate-object codes are about the database, not the
+/// text. Runtime failures have other classes (22 data exception, 23
+/// integrity constraint, 40 rollback).
+pub fn postgres_cannot_compile(sqlstate: &str) -> bool {
+    matches!(
+        sqlstate,
+        "42601"
+            | "42883"
+            | "42703"
+            | "42P01"
+            | "42P02"
+            | "42704"
+            | "42702"
+            | "42725"
+            | "42P08"
+            | "42P09"
+            | "42804"
+            | "42P18"
+            | "42846"
+            | "42809"
+            | "42803"
+            | "42P20"
+            | "42P10"
+    )
+}
+
+/// Whether a MySQL or MariaDB error number says the statement cannot be
+/// compiled: 1064 (`ER_PARSE_ERROR`), 1149 (`ER_SYNTAX_ERROR`), 1305
+/// (`ER_SP_DOES_NOT_EXIST`: FUNCTION ... does not exist), 1582 to 1584 (wrong
+/// arguments to a function), 1054 (`ER_BAD_FIELD_ERROR`: unknown column),
+/// 1146 (`ER_NO_SUCH_TABLE`), 1052 (`ER_NON_UNIQ_ERROR`: ambiguous column),
+/// 1111 (`ER_INVALID_GROUP_FUNC_USE`), 1093 (`ER_UPDATE_TABLE_USED`: the
+/// updated table in a subquery, which MySQL refuses and MariaDB allows) and
+/// 1235 (`ER_NOT_SUPPORTED_YET`: "this version ... doesn't yet support").
+/// Runtime failures have other numbers (1062 duplicate key, 1264 out of
+/// range, 1292 incorrect value, 1048 column cannot be null).
+pub fn mysql_cannot_compile(number: u16) -> bool {
+    matches!(number, 1064 | 1149 | 1305 | 1582 | 1583 | 1584 | 1054 | 1146 | 1052 | 1111 | 1093 | 1235)
+}
+
+/// Whether an SQLite extended result code says the statement cannot be
+/// compiled: plain `SQLITE_ERROR` (1), the code `sqlite3_prepare` gives a
+/// syntax error, an unknown function, column or table, or a wrong number of
+/// arguments. Runtime failures mostly have codes of their own
+/// (`SQLITE_CONSTRAINT` 19 and its extended codes, `SQLITE_MISMATCH` 20,
+/// `SQLITE_TOOBIG` 18, `SQLITE_BUSY` 5); the few that use plain
+/// `SQLITE_ERROR` (an integer overflow in `abs` or `sum`, malformed JSON)
+/// are why `mutate` also requires the statement's first use to fail (see
+/// `mutate::applicable`).
+pub fn sqlite_cannot_compile(extended_code: i32) -> bool {
+    extended_code == 1
+}
+
+/// Whether a SQL Server error number says the batch cannot be compiled:
+/// 102 and 156 (incorrect syntax), 195 (not a recognized built-in function
+/// name: `GREATEST` and `LEAST` before SQL Server 2022), 174 and 189 (a
+/// function given the wrong number of arguments), 207 (invalid column
+/// name), 208 (invalid object name), 209 (ambiguous column name), 4104 (a
+/// multi-part identifier that cannot be bound), 4121 (no such column or
+/// user-defined function), 4145 (a non-boolean expression where a condition
+/// is expected), 8116 and 8117 (an argument or operand type a function or
+/// operator does not take), 8120 (a column neither grouped nor aggregated)
+/// and 402 (incompatible data types in an operator). Runtime failures have
+/// other numbers (245 conversion failed, 515 NULL into a NOT NULL column,
+/// 2627 duplicate key, 8115 arithmetic overflow). For the mssql driver,
+/// whose server errors (tiberius `Error::Server`) carry this number as
+/// `code()`: such an error is [`BackendErrorKind::CannotCompile`].
+// Not yet called: `mssql.rs`'s `kind_of` is to map `E::Server(t)` with
+// `mssql_cannot_compile(t.code())` to `BackendErrorKind::CannotCompile`.
+#[allow(dead_code)]
+pub fn mssql_cannot_compile(number: u32) -> bool {
+    matches!(number, 102 | 156 | 195 | 174 | 189 | 207 | 208 | 209 | 4104 | 4121 | 4145 | 8116 | 8117 | 8120 | 402)
+}
+
 impl From<BackendError> for EngineErrorKind {
     fn from(e: BackendError) -> Self {
         match e.kind {
-            BackendErrorKind::Database => EngineErrorKind::Database(e.message),
+            BackendErrorKind::Database | BackendErrorKind::CannotCompile => EngineErrorKind::Database(e.message),
             BackendErrorKind::Connection | BackendErrorKind::TooManyConnections => {
                 EngineErrorKind::Connection(e.message)
             }
             BackendErrorKind::Decode => EngineErrorKind::Decode(e.message),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn postgres_syntax_and_undefined_names_cannot_compile_other_errors_can() {
+        for code in ["42601", "42883", "42703", "42P01", "42804", "42P18", "42725"] {
+            assert!(postgres_cannot_compile(code), "{code}");
+        }
+        // Privilege, duplicates, data, constraints, serialization, division.
+        for code in ["42501", "42P07", "42710", "22P02", "22003", "23505", "23502", "40001", "22012", "53300"] {
+            assert!(!postgres_cannot_compile(code), "{code}");
+        }
+    }
+
+    #[test]
+    fn mysql_parse_errors_and_unknown_functions_cannot_compile_other_errors_can() {
+        for number in [1064, 1305, 1054, 1146, 1582, 1093, 1235] {
+            assert!(mysql_cannot_compile(number), "{number}");
+        }
+        for number in [1062, 1264, 1292, 1048, 1213, 1205, 1040, 1053, 1298] {
+            assert!(!mysql_cannot_compile(number), "{number}");
+        }
+    }
+
+    #[test]
+    fn sqlite_plain_error_cannot_compile_constraints_and_mismatches_can() {
+        assert!(sqlite_cannot_compile(1));
+        // SQLITE_CONSTRAINT_NOTNULL, _PRIMARYKEY, SQLITE_CONSTRAINT,
+        // SQLITE_MISMATCH, SQLITE_BUSY, SQLITE_TOOBIG, SQLITE_ERROR_RETRY.
+        for code in [1299, 1555, 19, 20, 5, 18, 513] {
+            assert!(!sqlite_cannot_compile(code), "{code}");
+        }
+    }
+
+    #[test]
+    fn mssql_syntax_and_unknown_builtins_cannot_compile_other_errors_can() {
+        for number in [102, 156, 195, 207, 208, 4145, 8116] {
+            assert!(mssql_cannot_compile(number), "{number}");
+        }
+        // Conversion, NULL into NOT NULL, duplicate key, overflow, deadlock,
+        // too many connections, DATEDIFF overflow.
+        for number in [245, 515, 2627, 8115, 1205, 17809, 535] {
+            assert!(!mssql_cannot_compile(number), "{number}");
+        }
+    }
+
+    #[tokio::test]
+    async fn an_sqlite_statement_naming_a_missing_function_cannot_compile_a_constraint_failure_is_a_refusal() {
+        let mut conn = super::super::sqlite::SqliteConn::open_memory().await.expect("opens");
+        conn.execute("CREATE TABLE t (a integer NOT NULL)", &[]).await.expect("created");
+        let e = conn.execute("UPDATE t SET a = no_such_function(a)", &[]).await.unwrap_err();
+        assert_eq!(e.kind, BackendErrorKind::CannotCompile, "{e}");
+        let e = conn.execute("UPDATE t SET a = 1 WHERE", &[]).await.unwrap_err();
+        assert_eq!(e.kind, BackendErrorKind::CannotCompile, "{e}");
+        let e = conn.execute("INSERT INTO t (a) VALUES (NULL)", &[]).await.unwrap_err();
+        assert_eq!(e.kind, BackendErrorKind::Database, "{e}");
+        assert!(matches!(EngineErrorKind::from(e), EngineErrorKind::Database(_)));
     }
 }
