@@ -3,13 +3,15 @@
 //! mutant is killed by the first scenario whose outcome differs from the
 //! model's (or whose run errs). A mutant runs only the scenarios whose
 //! unmutated run executed a statement it changes ([`select`]), best killers
-//! first, and stops at the first kill. Mutants run a few at a time, and the
+//! first, and stops at the first kill ([`kill`]); one whose SQL the server
+//! cannot compile is not applicable on that server and not counted.
+//! Equivalence declarations hold on the servers they name, and those only
+//! reasoned are listed on each leg. Mutants run a few at a time, and the
 //! targets run at once, each printing its report when it is done.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::process::ExitCode;
-use std::sync::Mutex;
 use std::time::Instant;
 
 use futures_util::{StreamExt, stream};
@@ -18,7 +20,8 @@ use reapcheck::backend::Server;
 use reapcheck::dialect::text::Grammar;
 use reapcheck::dialect::{Dialect, read_extra};
 use reapcheck::diff;
-use reapcheck::mutate::equivalent::{self, EquivalentError};
+use reapcheck::mutate::equivalent::{self, Declaration, EquivalentError, Evidence, ServerVersion};
+use reapcheck::mutate::kill::{Found, KillOrder, Verdict, first_killer};
 use reapcheck::mutate::select;
 use reapcheck::mutate::{Generation, MUTANTS, Mutant, MutantError, Operator, apply, generate};
 use reapcheck::progress::Progress;
@@ -57,8 +60,9 @@ struct Plan {
     /// Named mutants that do not apply (a port spelled differently).
     not_applicable: Vec<MutantError>,
     generation: Generation,
-    /// Declared equivalent mutants: id -> reason.
-    equivalent: BTreeMap<String, String>,
+    /// Declared equivalent mutants: id -> declaration (on every server
+    /// of the dialect or only some).
+    equivalent: BTreeMap<String, Declaration>,
 }
 
 /// Runs the mutation self-test; exit 1 when a mutant survives, a declared
@@ -147,7 +151,14 @@ fn list(plan: &Plan) {
     }
     for m in &plan.generation.mutants {
         let hash = equivalent::statement_hash(&m.before);
-        let declared = if plan.equivalent.contains_key(&m.id) { " (declared equivalent)" } else { "" };
+        let declared = match plan.equivalent.get(&m.id) {
+            None => String::new(),
+            Some(d) => {
+                let servers = d.servers.as_ref().map(|s| format!(" on servers `{s}`")).unwrap_or_default();
+                let reasoned = if d.evidence == Evidence::Reasoned { ", reasoned" } else { "" };
+                format!(" (declared equivalent{servers}{reasoned})")
+            }
+        };
         println!("{}\t{hash}\t{}\t{}\t{}{declared}", plan.dialect.name, m.operator, m.origin, m.id);
     }
 }
@@ -171,6 +182,7 @@ fn plan(inputs: &Inputs, dialect: Dialect, listing: bool) -> Result<Plan, Vec<St
     let text = read_extra(&source, &dialect.name, equivalent::FILE).map_err(|e| vec![e.to_string()])?;
     let equivalent = match equivalent::check(
         &file,
+        &dialect.name,
         text.as_deref().unwrap_or_default(),
         &generation.mutants,
         &generation.unparsed,
@@ -183,14 +195,6 @@ fn plan(inputs: &Inputs, dialect: Dialect, listing: bool) -> Result<Plan, Vec<St
         Err(errors) => return Err(errors.iter().map(EquivalentError::to_string).collect()),
     };
     Ok(Plan { dialect, named, not_applicable, generation, equivalent })
-}
-
-/// What a run of one mutant found.
-struct Verdict {
-    /// The first scenario that killed it, if any.
-    killer: Option<String>,
-    /// How many scenarios it ran.
-    runs: usize,
 }
 
 /// Mutates `target`'s SQL: returns whether every mutant was killed (and
@@ -261,54 +265,158 @@ async fn mutate_into(
     let order = KillOrder::new(scenarios.len());
     let order = &order;
     let progress = Progress::new((plan.named.len() + g.mutants.len()) as u64, &format!("mutate {target}"));
-    let named = stream::iter(plan.named.iter().map(|(_, d)| {
-        let candidates = select::select(&select::changed(&plan.dialect, d), by_named);
-        first_killer(&server, d.clone(), candidates, scenarios, models, order)
+    let named = stream::iter(plan.named.iter().map(|(_, d)| async {
+        let changed = select::changed(&plan.dialect, d);
+        let candidates = select::select(&changed, by_named);
+        first_killer(&server, d, &changed, &candidates, scenarios, models, order).await
     }))
     .buffered(CONCURRENT_RUNS)
     .inspect(|_| progress.inc(1))
     .collect::<Vec<_>>()
     .await;
-    let generated = stream::iter(g.mutants.iter().map(|m| {
-        let candidates = select::select(std::slice::from_ref(&m.statement), by_generated);
-        first_killer(&server, m.apply(&g.round_trip), candidates, scenarios, models, order)
+    let generated = stream::iter(g.mutants.iter().map(|m| async {
+        let changed = std::slice::from_ref(&m.statement);
+        let candidates = select::select(changed, by_generated);
+        first_killer(&server, &m.apply(&g.round_trip), changed, &candidates, scenarios, models, order).await
     }))
     .buffered(CONCURRENT_RUNS)
     .inspect(|_| progress.inc(1))
     .collect::<Vec<_>>()
     .await;
     drop(progress);
+    let version = ServerVersion::parse(server.version());
     server.close().await;
+    let (ok, summary) = tally(out, plan, &version, &named, &generated);
     let runs: usize = named.iter().chain(&generated).map(|v| v.runs).sum();
+    let _ = writeln!(out, "{target}: {summary} in {:.1} s, {runs} scenario runs", started.elapsed().as_secs_f64());
+    ok
+}
+
+/// Counts of one row of the report's table.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Row {
+    generated: usize,
+    killed: usize,
+    equivalent: usize,
+    not_applicable: usize,
+    survived: usize,
+}
+
+impl Row {
+    fn add(&mut self, other: Row) {
+        self.generated += other.generated;
+        self.killed += other.killed;
+        self.equivalent += other.equivalent;
+        self.not_applicable += other.not_applicable;
+        self.survived += other.survived;
+    }
+
+    /// The row under [`Row::header`]; `not_applicable` adds that column
+    /// (only shown when some mutant is not applicable).
+    fn line(&self, name: &str, not_applicable: bool) -> String {
+        let column = if not_applicable { format!(" {:>14}", self.not_applicable) } else { String::new() };
+        format!(
+            "  {name:<16} {:>9} {:>7} {:>10}{column} {:>8}",
+            self.generated, self.killed, self.equivalent, self.survived
+        )
+    }
+
+    fn header(not_applicable: bool) -> String {
+        let column = if not_applicable { format!(" {:>14}", "not applicable") } else { String::new() };
+        format!(
+            "  {:<16} {:>9} {:>7} {:>10}{column} {:>8}",
+            "operator", "generated", "killed", "equivalent", "survived"
+        )
+    }
+}
+
+/// Writes the verdicts of `plan`'s mutants on `server` to `out` (the
+/// killed named mutants, every survivor, every mutant not applicable there,
+/// every declaration killed, the reasoned declarations and the table) and
+/// returns whether the leg passed and its score line (without the target).
+/// A mutant not applicable on `server` is neither killed nor surviving: it
+/// is left out of the score; a declaration whose `servers` do not include
+/// `server` is ignored there.
+fn tally(
+    out: &mut String,
+    plan: &Plan,
+    server: &ServerVersion,
+    named: &[Verdict],
+    generated: &[Verdict],
+) -> (bool, String) {
+    let g = &plan.generation;
     let mut ok = true;
-    for ((m, _), v) in plan.named.iter().zip(&named) {
-        match &v.killer {
-            Some(by) => {
+    let mut named_row = Row { generated: plan.named.len(), ..Row::default() };
+    for ((m, _), v) in plan.named.iter().zip(named) {
+        match &v.found {
+            Found::Killed { by } => {
+                named_row.killed += 1;
                 let _ = writeln!(out, "  killed   {}: {} (by {by})", m.id, m.bug);
             }
-            None => {
+            Found::NotApplicable { statement, message, .. } => {
+                named_row.not_applicable += 1;
+                let _ = writeln!(
+                    out,
+                    "  not applicable on {server}: {}: {} (`{statement}` does not compile there: {message})",
+                    m.id, m.bug
+                );
+            }
+            Found::Survived => {
+                named_row.survived += 1;
                 let _ = writeln!(out, "  SURVIVED {}: {}{}", m.id, m.bug, unseen(v));
                 ok = false;
             }
         }
     }
-    let mut table: BTreeMap<Operator, [usize; 4]> = BTreeMap::new();
-    for (m, v) in g.mutants.iter().zip(&generated) {
+    let mut table: BTreeMap<Operator, Row> = BTreeMap::new();
+    let mut reasoned = Vec::new();
+    let mut elsewhere = Vec::new();
+    for (m, v) in g.mutants.iter().zip(generated) {
         let row = table.entry(m.operator).or_default();
-        row[0] += 1;
-        match (plan.equivalent.get(&m.id), &v.killer) {
-            (Some(_), None) => row[2] += 1,
-            (Some(_), Some(by)) => {
+        row.generated += 1;
+        let declared = plan.equivalent.get(&m.id);
+        if declared.is_some_and(|d| !d.holds_on(server)) {
+            elsewhere.push(m.id.as_str());
+        }
+        let declared = declared.filter(|d| d.holds_on(server));
+        if let Some(d) = declared
+            && d.evidence == Evidence::Reasoned
+        {
+            let seen = match &v.found {
+                Found::Killed { by } => format!("KILLED by {by}"),
+                Found::NotApplicable { .. } => "not applicable".to_owned(),
+                Found::Survived => "survived".to_owned(),
+            };
+            reasoned.push(format!("{} ({}): {seen}", m.id, m.origin));
+        }
+        match (declared, &v.found) {
+            (_, Found::NotApplicable { statement, message, .. }) => {
+                row.not_applicable += 1;
+                let note = if declared.is_some() { " (declared equivalent)" } else { "" };
                 let _ = writeln!(
                     out,
-                    "  KILLED BUT DECLARED EQUIVALENT {} ({}), by {by}: remove its declaration",
+                    "  not applicable on {server}: {} ({}){note}: `{statement}` does not compile there: {message}",
+                    m.id, m.origin
+                );
+            }
+            (Some(_), Found::Survived) => row.equivalent += 1,
+            (Some(d), Found::Killed { by }) => {
+                let only = if d.evidence == Evidence::Reasoned {
+                    "; it was only reasoned (`evidence: reasoned`), never seen surviving on a real server: remove \
+                     the declaration, or limit it with `servers` to the servers it holds on"
+                } else {
+                    ""
+                };
+                let _ = writeln!(
+                    out,
+                    "  KILLED BUT DECLARED EQUIVALENT {} ({}), by {by}: remove its declaration{only}",
                     m.id, m.origin
                 );
                 ok = false;
             }
-            (None, Some(_)) => row[1] += 1,
-            (None, None) => {
-                row[3] += 1;
+            (None, Found::Killed { .. }) => row.killed += 1,
+            (None, Found::Survived) => {
+                row.survived += 1;
                 ok = false;
                 let _ = writeln!(out, "  SURVIVED {} [{}] ({}){}", m.id, m.operator, m.origin, unseen(v));
                 if let Some(d) = diff::render("original", &with_newline(&m.before), "mutant", &with_newline(&m.after)) {
@@ -319,28 +427,34 @@ async fn mutate_into(
             }
         }
     }
-    let named_killed = named.iter().filter(|v| v.killer.is_some()).count();
-    let _ =
-        writeln!(out, "  {:<16} {:>9} {:>7} {:>10} {:>8}", "operator", "generated", "killed", "equivalent", "survived");
-    let _ = writeln!(
-        out,
-        "  {:<16} {:>9} {:>7} {:>10} {:>8}",
-        "named",
-        plan.named.len(),
-        named_killed,
-        0,
-        plan.named.len() - named_killed
-    );
-    let mut total = [plan.named.len(), named_killed, 0, plan.named.len() - named_killed];
-    for op in Operator::ALL {
-        let row = table.get(&op).copied().unwrap_or_default();
-        let _ = writeln!(out, "  {:<16} {:>9} {:>7} {:>10} {:>8}", op.name(), row[0], row[1], row[2], row[3]);
-        for (t, r) in total.iter_mut().zip(row) {
-            *t += r;
+    if !reasoned.is_empty() {
+        let _ = writeln!(
+            out,
+            "  {} declared equivalent by reasoning only (`evidence: reasoned`), to confirm on {server}; once \
+             confirmed on a real server, drop the field:",
+            reasoned.len()
+        );
+        for line in &reasoned {
+            let _ = writeln!(out, "    {line}");
         }
     }
-    let counted = total[0] - total[2];
-    let score = (total[1] * 100).checked_div(counted).unwrap_or(100);
+    if !elsewhere.is_empty() {
+        let _ = writeln!(
+            out,
+            "  declared equivalent on other servers only, so counted as any mutant on {server}: {}",
+            elsewhere.join("; ")
+        );
+    }
+    let mut total = named_row;
+    table.values().for_each(|row| total.add(*row));
+    let shown = total.not_applicable > 0;
+    let _ = writeln!(out, "{}", Row::header(shown));
+    let _ = writeln!(out, "{}", named_row.line("named", shown));
+    for op in Operator::ALL {
+        let _ = writeln!(out, "{}", table.get(&op).copied().unwrap_or_default().line(op.name(), shown));
+    }
+    let counted = total.generated - total.equivalent - total.not_applicable;
+    let score = (total.killed * 100).checked_div(counted).unwrap_or(100);
     let unparsed = match g.unparsed.len() {
         0 => String::new(),
         n => format!(
@@ -349,17 +463,19 @@ async fn mutate_into(
             if n == 1 { "it" } else { "them" }
         ),
     };
-    let _ = writeln!(
-        out,
-        "{target}: mutation score {score}% ({}/{counted} killed, the {} named counted; {} generated, {} declared \
-         equivalent{unparsed}) in {:.1} s, {runs} scenario runs",
-        total[1],
-        plan.named.len(),
+    let not_applicable = match total.not_applicable {
+        0 => String::new(),
+        n => format!(", {n} not applicable on {server}"),
+    };
+    let summary = format!(
+        "mutation score {score}% ({}/{counted} killed, the {} named counted; {} generated, {} declared \
+         equivalent{not_applicable}{unparsed})",
+        total.killed,
+        plan.named.len() - named_row.not_applicable,
         g.mutants.len(),
-        total[2],
-        started.elapsed().as_secs_f64()
+        total.equivalent,
     );
-    ok && total[1] == counted
+    (ok && total.killed == counted, summary)
 }
 
 /// Why a surviving mutant ran nothing, if it did not.
@@ -395,15 +511,6 @@ async fn under_profile(
         kept.1.push(ModelRun { yaml, ..m.clone() });
     }
     kept
-}
-
-/// Whether `scenario`'s outcome on `dialect` differs from the model's (a
-/// run that errs differs), compared as `run` compares it.
-async fn differs(server: &Server, dialect: &Dialect, scenario: &LoadedScenario, model: &ModelRun) -> bool {
-    match runner::run_on(server, dialect, scenario).await {
-        Ok(outcome) => runner::compared_document(outcome, &dialect.profile) != model.yaml,
-        Err(_) => true,
-    }
 }
 
 /// Whether `scenario` is compared with the model on `target` (a declared
@@ -444,53 +551,4 @@ async fn baseline(
     let results: Vec<_> = stream::iter(runs).buffered(CONCURRENT_RUNS).collect().await;
     let (failing, executed): (Vec<_>, Vec<_>) = results.into_iter().unzip();
     Baseline { failing: failing.into_iter().flatten().collect(), executed }
-}
-
-/// The corpus order a mutant tries scenarios in: those that killed the
-/// most mutants so far first, so a killed mutant usually stops after one
-/// or two runs. Shared by the mutants in flight on one target.
-struct KillOrder(Mutex<Vec<(usize, usize)>>);
-
-impl KillOrder {
-    fn new(scenarios: usize) -> KillOrder {
-        KillOrder(Mutex::new((0..scenarios).map(|i| (0, i)).collect()))
-    }
-
-    /// `candidates` (scenario indices), best killers first.
-    fn order(&self, candidates: &[usize]) -> Vec<usize> {
-        let mut v = self.0.lock().map(|v| v.clone()).unwrap_or_default();
-        v.retain(|(_, i)| candidates.contains(i));
-        v.sort_by_key(|&(kills, i)| (std::cmp::Reverse(kills), i));
-        v.into_iter().map(|(_, i)| i).collect()
-    }
-
-    fn killed_by(&self, index: usize) {
-        if let Ok(mut v) = self.0.lock()
-            && let Some(entry) = v.iter_mut().find(|(_, i)| *i == index)
-        {
-            entry.0 += 1;
-        }
-    }
-}
-
-/// The first of `candidates` (scenario indices: those that can see the
-/// mutant, [`select`]) whose outcome on `dialect` differs from the
-/// model's, best killers first; the rest are not run.
-async fn first_killer(
-    server: &Server,
-    dialect: Dialect,
-    candidates: Vec<usize>,
-    scenarios: &[LoadedScenario],
-    models: &[ModelRun],
-    order: &KillOrder,
-) -> Verdict {
-    let mut runs = 0;
-    for i in order.order(&candidates) {
-        runs += 1;
-        if differs(server, &dialect, &scenarios[i], &models[i]).await {
-            order.killed_by(i);
-            return Verdict { killer: Some(scenarios[i].name.clone()), runs };
-        }
-    }
-    Verdict { killer: None, runs }
 }

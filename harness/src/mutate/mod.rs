@@ -3,12 +3,14 @@
 //! mutants ([`named`]) and mutants generated from each statement's syntax
 //! tree ([`generate`]), which work on SQL reapcheck did not write. Generated
 //! mutants that no scenario can kill are declared, with a reason, in
-//! [`equivalent`].
+//! [`equivalent`]. A mutant the server cannot compile is not applicable
+//! there ([`kill`]).
 
 mod clauses;
 pub mod equivalent;
 mod exprs;
 pub mod generate;
+pub mod kill;
 pub mod named;
 pub mod parse;
 pub mod select;
