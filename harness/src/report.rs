@@ -19,6 +19,15 @@ use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, Te
 
 use crate::runner::Verdict;
 
+/// The server recorded for every case of a target that was required but
+/// could not be reached (or an adapter whose handshake failed): none of
+/// its scenarios ran. Each report shows such a target as one failure with
+/// its cause, not one per scenario.
+pub const NOT_REACHED: &str = "not reached";
+
+/// The server recorded for every case of a target that was skipped.
+pub const NOT_RUN: &str = "not run";
+
 /// One scenario on the model or one target.
 #[derive(Clone, Debug)]
 pub struct CaseRecord {
@@ -50,6 +59,25 @@ pub fn junit(records: &[CaseRecord], interrupted: Option<&str>) -> String {
         let mut suite = TestSuite::new(target);
         if let Some(signal) = interrupted {
             suite.add_property(quick_junit::Property::new("interrupted", signal));
+        }
+        if let Some(reason) = unreached(&cases) {
+            // One failure with the cause; the scenarios, which never ran,
+            // are skipped (never passed) so a CI reader sees one red line.
+            let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            s.set_message(format!("{target} was not reached: {reason}"));
+            s.set_description(format!("{} scenarios not run: {reason}", cases.len()));
+            let mut case = TestCase::new(format!("{target} reached"), s);
+            case.set_classname(target);
+            suite.add_test_case(case);
+            for r in &cases {
+                let mut s = TestCaseStatus::skipped();
+                s.set_message(format!("not run: {target} was not reached"));
+                let mut case = TestCase::new(r.scenario.clone(), s);
+                case.set_classname(r.target.clone());
+                suite.add_test_case(case);
+            }
+            report.add_test_suite(suite);
+            continue;
         }
         for r in cases {
             let status = match &r.verdict {
@@ -100,6 +128,16 @@ pub fn summary(records: &[CaseRecord], interrupted: Option<&str>) -> String {
         out.push_str(&format!("{target} [{server}]: {passed} passed, {failed} failed, {skipped} skipped\n"));
     }
     out
+}
+
+/// The cause, when every case of one target failed because the target was
+/// not reached ([`NOT_REACHED`]): the first case's message without its
+/// `not run: ` prefix.
+fn unreached(cases: &[&CaseRecord]) -> Option<String> {
+    let all =
+        !cases.is_empty() && cases.iter().all(|r| r.server == NOT_REACHED && matches!(r.verdict, Verdict::Fail(_)));
+    let Verdict::Fail(detail) = &cases.first()?.verdict else { return None };
+    all.then(|| detail.lines().next().unwrap_or_default().trim_start_matches("not run: ").to_owned())
 }
 
 fn by_target(records: &[CaseRecord]) -> BTreeMap<&str, Vec<&CaseRecord>> {
@@ -158,13 +196,23 @@ pub fn clear(dir: &Path) -> std::io::Result<()> {
 
 /// The closing list of failures at the end of `run`'s output: one line per
 /// failed case with its rerun command; empty when nothing failed.
+/// A target that was not reached is one line with its cause and the
+/// command that reruns it, not one per scenario.
 pub fn failure_list(records: &[CaseRecord]) -> String {
     let failed: Vec<&CaseRecord> = records.iter().filter(|r| r.verdict.is_failure()).collect();
     if failed.is_empty() {
         return String::new();
     }
-    let mut out = format!("failures ({}):\n", failed.len());
-    for r in failed {
+    let groups = by_target(records);
+    let unreached: BTreeMap<&str, String> =
+        groups.iter().filter_map(|(t, cases)| Some((*t, unreached(cases)?))).collect();
+    let lines = failed.iter().filter(|r| !unreached.contains_key(r.target.as_str())).count() + unreached.len();
+    let mut out = format!("failures ({lines}):\n");
+    for (target, reason) in &unreached {
+        let n = groups[target].len();
+        out.push_str(&format!("    {target} was not reached ({n} scenarios not run): {reason}\n"));
+    }
+    for r in failed.into_iter().filter(|r| !unreached.contains_key(r.target.as_str())) {
         out.push_str(&format!("    {} on {}", r.scenario, r.target));
         if let Some(rerun) = &r.rerun {
             out.push_str(&format!(": {rerun}"));
@@ -215,6 +263,46 @@ mod tests {
             "failures (1):\n    grace/floor on postgres: reapcheck run --db postgres --exact grace/floor\n"
         );
         assert_eq!(failure_list(&records[..2]), "");
+    }
+
+    #[test]
+    fn a_target_not_reached_is_one_failure_with_its_cause_in_every_report() {
+        let cause = "not run: cannot reach postgres://u:***@127.0.0.1:5999/test: connection refused";
+        let mut records: Vec<CaseRecord> = ["grace/a", "grace/b", "grace/c"]
+            .iter()
+            .map(|name| CaseRecord {
+                scenario: (*name).into(),
+                server: NOT_REACHED.into(),
+                ..record("postgres", Verdict::Fail(cause.into()))
+            })
+            .collect();
+        records.push(record("sqlite", Verdict::Fail("sqlite disagrees with the model".into())));
+        assert_eq!(
+            failure_list(&records),
+            "failures (2):\n    postgres was not reached (3 scenarios not run): cannot reach \
+             postgres://u:***@127.0.0.1:5999/test: connection refused\n    grace/floor on sqlite: reapcheck run --db \
+             sqlite --exact grace/floor\n"
+        );
+        let xml = junit(&records, None);
+        assert_eq!(xml.matches("<failure ").count(), 2, "{xml}");
+        assert!(xml.contains("<failure message=\"postgres was not reached: cannot reach postgres://u:***@"), "{xml}");
+        assert_eq!(xml.matches("<skipped message=\"not run: postgres was not reached\"").count(), 3, "{xml}");
+        let run = outcomes::RunInfo {
+            leg: "both".into(),
+            corpus_hash: "sha256:0".into(),
+            filters: Vec::new(),
+            code: Vec::new(),
+            interrupted: None,
+        };
+        let leg = outcomes::LegOutcomes::new(&records, &run);
+        let md = markdown::render(&matrix::Matrix::new(std::slice::from_ref(&leg)), &[]);
+        assert!(md.contains("### Failures (2)\n"), "{md}");
+        assert_eq!(md.matches("was not reached").count(), 1, "{md}");
+        assert!(
+            md.contains("- postgres (leg both) was not reached (3 scenarios not run): cannot reach postgres://u:***@"),
+            "{md}"
+        );
+        assert_eq!(leg.targets.iter().find(|t| t.target == "postgres").map(|t| t.counts.fail), Some(3), "still failed");
     }
 
     #[test]

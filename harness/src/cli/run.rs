@@ -17,7 +17,7 @@ use reapcheck::dialect::Dialect;
 use reapcheck::interrupt;
 use reapcheck::progress::Progress;
 use reapcheck::reach::{self, Reach};
-use reapcheck::report::{self, CaseRecord, outcomes};
+use reapcheck::report::{self, CaseRecord, NOT_REACHED, NOT_RUN, outcomes};
 use reapcheck::runner::{self, Verdict};
 use reapcheck::scenario::LoadedScenario;
 use reapcheck::snapshot;
@@ -86,11 +86,6 @@ pub struct RunArgs {
     /// Only scenarios whose name contains one of these.
     filters: Vec<String>,
 }
-
-/// The server of a case whose target was skipped.
-const NOT_RUN: &str = "not run";
-/// The server of a case whose target could not be reached.
-const NOT_REACHED: &str = "not reached";
 
 /// Counts of one target (or the model) for the closing line.
 #[derive(Default, Clone, Copy)]

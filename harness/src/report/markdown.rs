@@ -37,11 +37,34 @@ pub fn render(matrix: &Matrix, problems: &[Problem]) -> String {
     for l in matrix.legs.iter().filter(|l| l.interrupted) {
         let _ = writeln!(out, "\nleg `{}` was interrupted: its counts are incomplete.", l.leg);
     }
-    let failures: Vec<_> = matrix.failures().collect();
-    if failures.is_empty() {
+    // A column whose target was not reached is one failure with its cause.
+    let unreached = |col: &super::matrix::Column| col.server == super::NOT_REACHED;
+    let mut lost: Vec<(&super::matrix::Column, &super::outcomes::CaseOutcome, usize)> = Vec::new();
+    let mut failures = Vec::new();
+    for (col, c) in matrix.failures() {
+        if !unreached(col) {
+            failures.push((col, c));
+        } else if let Some(entry) = lost.iter_mut().find(|(seen, _, _)| std::ptr::eq(*seen, col)) {
+            entry.2 += 1;
+        } else {
+            lost.push((col, c, 1));
+        }
+    }
+    if failures.is_empty() && lost.is_empty() {
         out.push_str("\nNo failures.\n");
     } else {
-        let _ = writeln!(out, "\n### Failures ({})\n", failures.len());
+        let _ = writeln!(out, "\n### Failures ({})\n", failures.len() + lost.len());
+        for (col, c, n) in lost {
+            let cause = c.diff.as_deref().and_then(|d| d.lines().next()).unwrap_or("not reached");
+            let cause = cause.trim_start_matches("not run: ");
+            let _ = writeln!(
+                out,
+                "- {} (leg {}) was not reached ({n} scenarios not run): {}",
+                col.target,
+                cell(&col.leg),
+                cell(cause)
+            );
+        }
         for (col, c) in failures {
             let first = c.diff.as_deref().and_then(|d| d.lines().next()).unwrap_or("failed");
             let _ = writeln!(out, "- `{}` on {} (leg {}): {}", c.scenario, c.target, cell(&col.leg), cell(first));

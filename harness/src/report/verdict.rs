@@ -148,7 +148,24 @@ pub fn check(legs: &[LegOutcomes], expected: &[String]) -> Vec<Problem> {
                 );
             }
         }
-        let failed: Vec<_> = leg.cases.iter().filter(|c| c.result == CaseResult::Fail).collect();
+        // A target that was not reached is one problem with its cause.
+        for t in leg.targets.iter().filter(|t| t.server == super::NOT_REACHED && t.counts.fail > 0) {
+            let cause = leg
+                .cases
+                .iter()
+                .find(|c| c.target == t.target)
+                .and_then(|c| c.diff.as_deref())
+                .and_then(|d| d.lines().next())
+                .unwrap_or("no cause recorded")
+                .trim_start_matches("not run: ");
+            push(
+                name,
+                ProblemKind::Failed,
+                format!("leg `{name}`: {} was not reached ({} scenarios not run): {cause}", t.target, t.counts.fail),
+            );
+        }
+        let reached = |c: &&super::outcomes::CaseOutcome| c.server != super::NOT_REACHED;
+        let failed: Vec<_> = leg.cases.iter().filter(|c| c.result == CaseResult::Fail).filter(reached).collect();
         for c in failed.iter().take(MAX_FAILURES_SHOWN) {
             let rerun = c.rerun.as_deref().map(|r| format!("; rerun: {r}")).unwrap_or_default();
             push(name, ProblemKind::Failed, format!("leg `{name}`: {} failed on {}{rerun}", c.scenario, c.target));
@@ -333,6 +350,24 @@ mod tests {
         assert_eq!(
             kinds(&problems),
             [("a".to_owned(), ProblemKind::CorpusMismatch), ("b".to_owned(), ProblemKind::CorpusMismatch)]
+        );
+    }
+
+    #[test]
+    fn an_unreached_target_is_one_problem_with_its_cause() {
+        let names: Vec<String> = (0..25).map(|i| format!("grace/s{i:02}")).collect();
+        let cases: Vec<_> = names.iter().map(|n| (n.as_str(), "mssql", CaseResult::Fail, "")).collect();
+        let mut lost = leg("ms", &cases);
+        for c in &mut lost.cases {
+            c.server = super::super::NOT_REACHED.to_owned();
+            c.diff = Some("not run: cannot reach mssql://sa:***@127.0.0.1:1433/master".to_owned());
+        }
+        lost.targets.iter_mut().for_each(|t| t.server = super::super::NOT_REACHED.to_owned());
+        let problems = check(&[lost], &[]);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(
+            problems[0].message,
+            "leg `ms`: mssql was not reached (25 scenarios not run): cannot reach mssql://sa:***@127.0.0.1:1433/master"
         );
     }
 
