@@ -52,13 +52,17 @@ pub struct CaseRecord {
 /// The JUnit XML document for `records`. A run `interrupted` by a signal
 /// (`SIGINT`, `SIGTERM`) gives every suite the property
 /// `interrupted=<signal>`: the cases it did not run are skipped, and the
-/// document is incomplete.
-pub fn junit(records: &[CaseRecord], interrupted: Option<&str>) -> String {
+/// document is incomplete. Each suite of a target in `code` (target, whose
+/// code ran: [`outcomes::RunInfo::code`]) has the property `code`.
+pub fn junit(records: &[CaseRecord], interrupted: Option<&str>, code: &[(String, String)]) -> String {
     let mut report = Report::new("reapcheck");
     for (target, cases) in by_target(records) {
         let mut suite = TestSuite::new(target);
         if let Some(signal) = interrupted {
             suite.add_property(quick_junit::Property::new("interrupted", signal));
+        }
+        if let Some((_, code)) = code.iter().find(|(t, _)| t == target) {
+            suite.add_property(quick_junit::Property::new("code", code.as_str()));
         }
         if let Some(reason) = unreached(&cases) {
             // One failure with the cause; the scenarios, which never ran,
@@ -158,7 +162,7 @@ pub fn write(dir: &Path, records: &[CaseRecord], run: &outcomes::RunInfo) -> std
     let leg = outcomes::LegOutcomes::new(records, run);
     let matrix = matrix::Matrix::new(std::slice::from_ref(&leg));
     let files = [
-        ("junit.xml", junit(records, run.interrupted.as_deref())),
+        ("junit.xml", junit(records, run.interrupted.as_deref(), &run.code)),
         ("summary.txt", summary(records, run.interrupted.as_deref())),
         (outcomes::FILE_NAME, leg.to_json()),
         ("matrix.html", html::render(&matrix, &[])),
@@ -245,7 +249,7 @@ mod tests {
             record("mssql", Verdict::Skipped("no REAPCHECK_MSSQL_URL".into())),
             record("postgres", Verdict::Fail("postgres disagrees with the model\n-a\n+b".into())),
         ];
-        let xml = junit(&records, None);
+        let xml = junit(&records, None, &[]);
         assert!(!xml.contains("interrupted"), "{xml}");
         assert!(xml.contains("<skipped message=\"no REAPCHECK_MSSQL_URL\""), "{xml}");
         assert!(xml.contains("<failure message=\"postgres disagrees with the model\""), "{xml}");
@@ -283,7 +287,7 @@ mod tests {
              postgres://u:***@127.0.0.1:5999/test: connection refused\n    grace/floor on sqlite: reapcheck run --db \
              sqlite --exact grace/floor\n"
         );
-        let xml = junit(&records, None);
+        let xml = junit(&records, None, &[]);
         assert_eq!(xml.matches("<failure ").count(), 2, "{xml}");
         assert!(xml.contains("<failure message=\"postgres was not reached: cannot reach postgres://u:***@"), "{xml}");
         assert_eq!(xml.matches("<skipped message=\"not run: postgres was not reached\"").count(), 3, "{xml}");
@@ -333,7 +337,7 @@ mod tests {
             record("sqlite", Verdict::Ok),
             record("sqlite", Verdict::Skipped("not run: interrupted by SIGINT".into())),
         ];
-        let xml = junit(&records, Some("SIGINT"));
+        let xml = junit(&records, Some("SIGINT"), &[]);
         assert!(xml.contains("<property name=\"interrupted\" value=\"SIGINT\"/>"), "{xml}");
         assert_eq!(
             summary(&records, Some("SIGTERM")),

@@ -70,9 +70,16 @@ fn a_filtered_leg_or_another_sql_fails_the_verdict_outside_the_repository() {
     let code = sqlite["code"].as_str().expect("code");
     assert!(code.starts_with("builtin sqlite sha256:") && code.ends_with("; reference policy"), "{code}");
 
+    // Every report of the leg says whose SQL ran on sqlite.
+    for file in ["summary.md", "junit.xml", "matrix.html"] {
+        let text = std::fs::read_to_string(dir.join("full").join(file)).expect(file);
+        assert!(text.contains(code), "{file} does not name {code}:\n{text}");
+    }
+
     // The same corpus and SQL twice: the verdict passes.
-    let (code, out) = reapcheck(dir, &["verdict", "full", "again", "--expect", "full,again", "--out", "m1"]);
-    assert_eq!(code, Some(0), "{out}");
+    let (status, out) = reapcheck(dir, &["verdict", "full", "again", "--expect", "full,again", "--out", "m1"]);
+    assert_eq!(status, Some(0), "{out}");
+    assert!(out.contains(&format!("\n    sqlite: {code}\n")), "verdict shows whose code ran per column: {out}");
 
     // A leg filtered to grace/ is refused, by its filter and its corpus.
     let (code, out) = reapcheck(dir, &["verdict", "full", "grace", "--expect", "full,grace", "--out", "m2"]);

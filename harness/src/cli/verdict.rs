@@ -80,6 +80,9 @@ pub fn verdict(args: VerdictArgs) -> ExitCode {
             "leg {}: {} pass, {} new, {} divergence, {} skipped, {} failed",
             leg.leg, c.pass, c.new, c.divergence, c.skipped, c.fail
         );
+        for col in matrix.columns.iter().filter(|col| col.leg == leg.leg && !col.code.is_empty()) {
+            println!("    {}: {}", col.target, col.code);
+        }
     }
     for p in &problems {
         println!("FAIL     {}", p.message);

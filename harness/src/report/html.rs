@@ -98,7 +98,10 @@ pub fn render(matrix: &Matrix, problems: &[Problem]) -> String {
             .columns
             .iter()
             .filter(|c| c.leg == l.leg)
-            .map(|c| if c.target == c.server { c.target.clone() } else { format!("{} [{}]", c.target, c.server) })
+            .map(|c| {
+                let at = if c.target == c.server { c.target.clone() } else { format!("{} [{}]", c.target, c.server) };
+                if c.code.is_empty() { at } else { format!("{at} ran {}", c.code) }
+            })
             .collect();
         let interrupted = if l.interrupted { " <strong>interrupted</strong>" } else { "" };
         let _ = writeln!(
@@ -131,7 +134,11 @@ pub fn render(matrix: &Matrix, problems: &[Problem]) -> String {
         let _ = write!(
             out,
             "<th title=\"{}\">{}<br>{}<br><small>{}</small></th>",
-            attr(&format!("{}: {}", c.leg, counts_plain(&c.counts))),
+            attr(&if c.code.is_empty() {
+                format!("{}: {}", c.leg, counts_plain(&c.counts))
+            } else {
+                format!("{}: {}; ran {}", c.leg, counts_plain(&c.counts), c.code)
+            }),
             text(&c.leg),
             text(&c.target),
             text(&c.server)

@@ -34,6 +34,13 @@ pub fn render(matrix: &Matrix, problems: &[Problem]) -> String {
             n.fail
         );
     }
+    let code: Vec<_> = matrix.columns.iter().filter(|c| !c.code.is_empty()).collect();
+    if !code.is_empty() {
+        out.push_str("\nWhose code ran:\n\n");
+        for c in code {
+            let _ = writeln!(out, "- {} (leg {}): `{}`", cell(&c.target), cell(&c.leg), c.code.replace('`', "'"));
+        }
+    }
     for l in matrix.legs.iter().filter(|l| l.interrupted) {
         let _ = writeln!(out, "\nleg `{}` was interrupted: its counts are incomplete.", l.leg);
     }

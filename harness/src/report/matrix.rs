@@ -18,6 +18,9 @@ pub struct Column {
     pub server: String,
     /// Its cases by result.
     pub counts: Counts,
+    /// Whose code ran on it ([`super::outcomes::TargetSummary::code`]);
+    /// empty for the model.
+    pub code: String,
 }
 
 /// One row: a scenario on every column (`None` where a leg did not run it).
@@ -69,6 +72,7 @@ impl Matrix {
                     target: t.target.clone(),
                     server: t.server.clone(),
                     counts: t.counts,
+                    code: t.code.clone(),
                 });
             }
         }
