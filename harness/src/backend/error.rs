@@ -199,9 +199,6 @@ pub fn sqlite_cannot_compile(extended_code: i32) -> bool {
 /// 2627 duplicate key, 8115 arithmetic overflow). For the mssql driver,
 /// whose server errors (tiberius `Error::Server`) carry this number as
 /// `code()`: such an error is [`BackendErrorKind::CannotCompile`].
-// Not yet called: `mssql.rs`'s `kind_of` is to map `E::Server(t)` with
-// `mssql_cannot_compile(t.code())` to `BackendErrorKind::CannotCompile`.
-#[allow(dead_code)]
 pub fn mssql_cannot_compile(number: u32) -> bool {
     matches!(number, 102 | 156 | 195 | 174 | 189 | 207 | 208 | 209 | 4104 | 4121 | 4145 | 8116 | 8117 | 8120 | 402)
 }

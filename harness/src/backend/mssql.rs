@@ -466,12 +466,23 @@ fn error(e: tiberius::error::Error) -> BackendError {
 fn kind_of(e: &tiberius::error::Error) -> BackendErrorKind {
     use tiberius::error::Error as E;
     match e {
-        // 17809: the server's `user connections` limit is reached.
-        E::Server(t) if t.code() == 17809 => BackendErrorKind::TooManyConnections,
-        E::Server(_) => BackendErrorKind::Database,
+        E::Server(t) => server_error_kind(t.code()),
         E::Conversion(_) | E::Encoding(_) | E::Utf8 | E::Utf16 | E::ParseInt(_) => BackendErrorKind::Decode,
         // Routing: Azure asks the client to reconnect elsewhere; not followed.
         E::Io { .. } | E::Protocol(_) | E::Tls(_) | E::Routing { .. } | E::BulkInput(_) => BackendErrorKind::Connection,
+    }
+}
+
+/// The kind of a server error by its number: 17809, the server's `user
+/// connections` limit reached; a statement the server cannot compile
+/// ([`super::error::mssql_cannot_compile`], so that `mutate` reports a
+/// mutant using what this version lacks as not applicable); else a
+/// database error.
+fn server_error_kind(number: u32) -> BackendErrorKind {
+    match number {
+        17809 => BackendErrorKind::TooManyConnections,
+        n if super::error::mssql_cannot_compile(n) => BackendErrorKind::CannotCompile,
+        _ => BackendErrorKind::Database,
     }
 }
 
@@ -479,6 +490,17 @@ fn kind_of(e: &tiberius::error::Error) -> BackendErrorKind {
 mod tests {
     use super::*;
     use crate::backend::{Connection, Server};
+
+    #[test]
+    fn server_errors_are_kinded_by_their_number() {
+        // 195: `'GREATEST' is not a recognized built-in function name` (2019).
+        assert_eq!(server_error_kind(195), BackendErrorKind::CannotCompile);
+        assert_eq!(server_error_kind(102), BackendErrorKind::CannotCompile);
+        assert_eq!(server_error_kind(17809), BackendErrorKind::TooManyConnections);
+        // 245: a conversion failed at run time, a kill.
+        assert_eq!(server_error_kind(245), BackendErrorKind::Database);
+        assert_eq!(server_error_kind(2627), BackendErrorKind::Database);
+    }
     use crate::dialect::contract::{self, Shape};
     use crate::dialect::text::{self, Placeholders};
     use crate::dialect::{Dialect, Source};
