@@ -14,10 +14,17 @@
 //!
 //! SQL Server's image has a self-signed certificate: its URL says
 //! `trustServerCertificate=true`, encrypting without checking it.
+//!
+//! A container may take [`startup_timeout`] to become ready, not
+//! testcontainers' default 60 s: SQL Server's first start (system databases
+//! upgraded, tempdb created) takes minutes on a shared CI runner or a busy
+//! laptop, and a timed-out start fails the whole run.
+
+use std::time::Duration;
 
 use testcontainers_modules::testcontainers::core::IntoContainerPort;
 use testcontainers_modules::testcontainers::runners::AsyncRunner;
-use testcontainers_modules::testcontainers::{ContainerAsync, Image, ImageExt};
+use testcontainers_modules::testcontainers::{ContainerAsync, ContainerRequest, Image, ImageExt};
 use testcontainers_modules::{cockroach_db, mariadb, mssql_server, mysql, postgres};
 
 use crate::reach::Container;
@@ -35,33 +42,48 @@ pub fn pinned_tag(target: Target) -> Option<&'static str> {
     }
 }
 
+/// How long `target`'s container may take from its start to ready (the
+/// image's wait conditions; pulling the image is not counted).
+/// testcontainers gives 60 s, which SQL Server's first start can exceed on
+/// a loaded machine such as a shared CI runner: 10 minutes for SQL Server,
+/// 3 for the others. A container that never becomes ready still fails,
+/// only later.
+pub fn startup_timeout(target: Target) -> Duration {
+    match target {
+        Target::Mssql => Duration::from_secs(600),
+        _ => Duration::from_secs(180),
+    }
+}
+
 /// Starts `target`'s container; returns the URL to reach it and the handle
 /// that keeps it running.
 pub async fn start(target: Target) -> Result<(String, Container), String> {
-    let tag = pinned_tag(target).ok_or("sqlite needs no container")?;
+    if target == Target::Sqlite {
+        return Err("sqlite needs no container".into());
+    }
     match target {
         Target::Postgres => {
-            let c = run(postgres::Postgres::default(), tag).await?;
+            let c = run(request(postgres::Postgres::default(), Target::Postgres)).await?;
             let (host, port) = address(&c, 5432).await?;
             Ok((format!("postgres://postgres:postgres@{host}:{port}/postgres"), Box::new(c)))
         }
         Target::Mariadb => {
-            let c = run(mariadb::Mariadb::default(), tag).await?;
+            let c = run(request(mariadb::Mariadb::default(), Target::Mariadb)).await?;
             let (host, port) = address(&c, 3306).await?;
             Ok((format!("mysql://root@{host}:{port}/test"), Box::new(c)))
         }
         Target::Mysql => {
-            let c = run(mysql::Mysql::default(), tag).await?;
+            let c = run(request(mysql::Mysql::default(), Target::Mysql)).await?;
             let (host, port) = address(&c, 3306).await?;
             Ok((format!("mysql://root@{host}:{port}/test"), Box::new(c)))
         }
         Target::Cockroach => {
-            let c = run(cockroach_db::CockroachDb::default(), tag).await?;
+            let c = run(request(cockroach_db::CockroachDb::default(), Target::Cockroach)).await?;
             let (host, port) = address(&c, 26257).await?;
             Ok((format!("postgres://root@{host}:{port}/defaultdb?sslmode=disable"), Box::new(c)))
         }
         Target::Mssql => {
-            let c = run(mssql_server::MssqlServer::default().with_accept_eula(), tag).await?;
+            let c = run(request(mssql_server::MssqlServer::default().with_accept_eula(), Target::Mssql)).await?;
             let (host, port) = address(&c, 1433).await?;
             let password = mssql_server::MssqlServer::DEFAULT_SA_PASSWORD;
             Ok((format!("mssql://sa:{password}@{host}:{port}/master?trustServerCertificate=true"), Box::new(c)))
@@ -70,8 +92,14 @@ pub async fn start(target: Target) -> Result<(String, Container), String> {
     }
 }
 
-async fn run<I: Image + 'static>(image: I, tag: &str) -> Result<ContainerAsync<I>, String> {
-    image.with_tag(tag).start().await.map_err(|e| format!("cannot start a container: {e}"))
+/// `image` at `target`'s pinned tag, with its [`startup_timeout`].
+fn request<I: Image>(image: I, target: Target) -> ContainerRequest<I> {
+    let tag = pinned_tag(target).expect("a server target");
+    image.with_tag(tag).with_startup_timeout(startup_timeout(target))
+}
+
+async fn run<I: Image + 'static>(request: ContainerRequest<I>) -> Result<ContainerAsync<I>, String> {
+    request.start().await.map_err(|e| format!("cannot start a container: {e}"))
 }
 
 /// The host and port where the container's `inner` port is reached, as the
@@ -119,6 +147,16 @@ mod tests {
         }
         assert!(!regex::Regex::new(exact(Target::Postgres)).unwrap().is_match("16-alpine"));
         assert!(!regex::Regex::new(exact(Target::Mysql)).unwrap().is_match("8.4"));
+    }
+
+    #[test]
+    fn containers_get_more_than_the_default_60_s_to_start() {
+        let mssql = request(mssql_server::MssqlServer::default().with_accept_eula(), Target::Mssql);
+        assert_eq!(mssql.startup_timeout(), Some(startup_timeout(Target::Mssql)));
+        assert!(startup_timeout(Target::Mssql) >= Duration::from_secs(300), "SQL Server's first start takes minutes");
+        let postgres = request(postgres::Postgres::default(), Target::Postgres);
+        assert!(postgres.startup_timeout().is_some_and(|t| t > Duration::from_secs(60)));
+        assert!(postgres.descriptor().ends_with(":16.6-alpine"), "{}", postgres.descriptor());
     }
 
     #[test]
