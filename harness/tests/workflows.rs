@@ -33,11 +33,7 @@ fn files_below(dir: &str) -> Vec<PathBuf> {
         let Ok(entries) = std::fs::read_dir(&d) else { continue };
         for e in entries {
             let path = e.unwrap().path();
-            if path.is_dir() {
-                todo.push(path)
-            } else {
-                out.push(path)
-            }
+            if path.is_dir() { todo.push(path) } else { out.push(path) }
         }
     }
     out.sort();
