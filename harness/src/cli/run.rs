@@ -83,6 +83,11 @@ pub struct RunArgs {
     /// file:line, bound values, results), not only of failures.
     #[arg(long)]
     trace: bool,
+    /// Print only failures, what cannot run, and the closing counts: no
+    /// `ok`, `new`, `diverged` or per-scenario `skipped` line (a CI log
+    /// of three databases is otherwise some 600 `ok` lines).
+    #[arg(long, short)]
+    quiet: bool,
     /// Only scenarios whose name contains one of these.
     filters: Vec<String>,
 }
@@ -422,7 +427,7 @@ async fn run_all(args: &RunArgs, plan: &Plan<'_>) -> (Vec<CaseRecord>, Vec<Cover
             Err(panic) => {
                 let verdict = Verdict::Fail(runner::panicked("model", panic.as_ref()).to_string());
                 let record = record(s, "model", "model", verdict, started, None, args);
-                progress.suspend(|| print_line(&record, s));
+                progress.suspend(|| print_line(&record, s, args.quiet));
                 progress.inc(1);
                 records.push(record);
                 models.push(None);
@@ -447,7 +452,7 @@ async fn run_all(args: &RunArgs, plan: &Plan<'_>) -> (Vec<CaseRecord>, Vec<Cover
         model.verdict = runner::under_ci(model.verdict, &format!("reapcheck run --accept --exact {}", s.name));
         let hash = Some(outcomes::hash(model.yaml.as_bytes()));
         let record = record(s, "model", "model", model.verdict.clone(), started, hash, args);
-        progress.suspend(|| print_line(&record, s));
+        progress.suspend(|| print_line(&record, s, args.quiet));
         progress.inc(1);
         records.push(record);
         models.push(Some(model));
@@ -580,7 +585,7 @@ async fn run_all(args: &RunArgs, plan: &Plan<'_>) -> (Vec<CaseRecord>, Vec<Cover
         let mut results = stream::iter(cases).buffered(args.jobs.max(1));
         while let Some((s, record, log, traced)) = results.next().await {
             progress.suspend(|| {
-                print_line(&record, s);
+                print_line(&record, s, args.quiet);
                 if let Some(t) = traced {
                     print!("{}", indent(&t));
                 }
@@ -682,7 +687,7 @@ async fn run_adapters(
             let hash = document.map(|d| outcomes::hash(d.as_bytes()));
             let record = record(s, &name, target.label(), verdict, started, hash, args);
             progress.suspend(|| {
-                print_line(&record, s);
+                print_line(&record, s, args.quiet);
                 if let Some(t) = &traced {
                     print!("{}", indent(t));
                 }
@@ -782,7 +787,11 @@ fn accept_divergence(s: &LoadedScenario, target: Target, yaml: &str, root: &std:
     }
 }
 
-fn print_line(r: &CaseRecord, s: &LoadedScenario) {
+/// Prints one case's line; with `quiet`, only a failure's.
+fn print_line(r: &CaseRecord, s: &LoadedScenario, quiet: bool) {
+    if quiet && !matches!(r.verdict, Verdict::Fail(_)) {
+        return;
+    }
     let on = match r.target.strip_prefix(reapcheck::config::ADAPTER_PREFIX) {
         _ if r.target == r.server => r.target.clone(),
         Some(_) if !matches!(r.server.as_str(), NOT_RUN | NOT_REACHED) => format!("{} ({})", r.target, r.server),

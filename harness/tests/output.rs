@@ -1,0 +1,69 @@
+//! What `run` prints for a reader of CI logs: `--quiet` keeps failures and
+//! the closing counts only.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A scratch folder outside the repository; removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("reapcheck-output-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a scratch folder");
+        Scratch(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The binary in `dir`, no `REAPCHECK_*` setting from the caller.
+fn reapcheck(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_reapcheck"));
+    cmd.args(args).current_dir(dir);
+    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("REAPCHECK_")) {
+        cmd.env_remove(key);
+    }
+    let o = cmd.output().expect("the binary runs");
+    (o.status.code(), format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)))
+}
+
+#[test]
+fn quiet_prints_failures_and_the_counts_only() {
+    let scratch = Scratch::new("quiet");
+    let dir = &scratch.0;
+    let (code, out) = reapcheck(dir, &["run", "--db", "sqlite", "--quiet"]);
+    assert_eq!(code, Some(0), "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "the opening line and the counts: {out}");
+    assert!(lines[1].starts_with("model: ") && lines[1].contains("sqlite: "), "{out}");
+
+    // A port whose reap scan says `<=` fails the boundary scenarios: those
+    // are printed with their diff, and no `ok` line is.
+    let port = dir.join("port/sqlite");
+    std::fs::create_dir_all(&port).expect("a port folder");
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../dialects/sqlite");
+    let mut edited = false;
+    for file in std::fs::read_dir(&shipped).expect("dialects/sqlite") {
+        let file = file.expect("a file").path();
+        let mut text = std::fs::read_to_string(&file).expect("readable");
+        if file.ends_with("reaper.sql") {
+            let strict = "updated_at) < :cutoff";
+            assert!(text.contains(strict), "the reaper compares strictly: update this test");
+            text = text.replace(strict, "updated_at) <= :cutoff");
+            edited = true;
+        }
+        std::fs::write(port.join(file.file_name().expect("a name")), text).expect("the copy");
+    }
+    assert!(edited);
+    let (code, out) = reapcheck(dir, &["run", "--db", "sqlite", "--dialects", "port", "-q"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("FAIL     boundaries/")), "{out}");
+    assert!(!out.lines().any(|l| l.starts_with("ok ") || l.starts_with("new ")), "{out}");
+    assert!(out.contains("\nfailures ("), "{out}");
+}
