@@ -67,3 +67,24 @@ fn quiet_prints_failures_and_the_counts_only() {
     assert!(!out.lines().any(|l| l.starts_with("ok ") || l.starts_with("new ")), "{out}");
     assert!(out.contains("\nfailures ("), "{out}");
 }
+
+#[test]
+fn list_names_every_scenario_with_its_file_and_prints_a_builtin_one() {
+    let scratch = Scratch::new("list");
+    let dir = &scratch.0;
+    let (code, out) = reapcheck(dir, &["list"]);
+    assert_eq!(code, Some(0), "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines.len() > 100, "{out}");
+    assert!(lines.contains(&"grace/floor-keeps-recent-beat\tbuiltin:/grace/floor-keeps-recent-beat.yaml"), "{out}");
+
+    let (code, out) = reapcheck(dir, &["list", "--print", "--exact", "grace/floor-keeps-recent-beat"]);
+    assert_eq!(code, Some(0), "{out}");
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/grace/floor-keeps-recent-beat.yaml");
+    let text = std::fs::read_to_string(shipped).expect("the shipped file");
+    assert_eq!(out, format!("# grace/floor-keeps-recent-beat (builtin:/grace/floor-keeps-recent-beat.yaml)\n{text}"));
+
+    let (code, out) = reapcheck(dir, &["list", "no-such-scenario"]);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(out.contains("no scenario in builtin matches [\"no-such-scenario\"]"), "{out}");
+}

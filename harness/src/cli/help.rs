@@ -49,6 +49,20 @@ pub const RUN: &str = concat!(
      2  invalid input (scenario, dialect, reapcheck.toml, flag or variable); nothing ran\n"
 );
 
+/// `list --help` after its options.
+pub const LIST: &str = concat!(
+    "Examples:\n  \
+     reapcheck list                                  # every scenario of the project's sets, with its file\n  \
+     reapcheck list grace/                           # only names containing grace/\n  \
+     reapcheck list --print --exact grace/floor-keeps-recent-beat   # a builtin scenario's text\n\n",
+    order!(),
+    "\nEnvironment:\n",
+    inputs_env!(),
+    "\nExit codes:\n  \
+     0  at least one scenario listed\n  \
+     2  none matches, or a scenario set cannot be read\n"
+);
+
 /// `check`.
 pub const CHECK: &str = concat!(
     "Examples:\n  \

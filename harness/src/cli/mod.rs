@@ -10,6 +10,7 @@ mod fuzz;
 mod help;
 mod init;
 mod inputs;
+mod list;
 mod mutate;
 mod one_server;
 mod race;
@@ -91,6 +92,10 @@ enum Command {
     /// Adapter mode's tools: the reference adapter (`serve`) and the
     /// protocol check of an adapter (`check`).
     Adapter(adapter::AdapterArgs),
+    /// List the scenarios of every set with their files, or print them
+    /// (`--print`), builtin ones included.
+    #[command(after_help = help::LIST)]
+    List(list::ListArgs),
 }
 
 /// Parses the arguments and runs the command.
@@ -107,5 +112,6 @@ pub fn main() -> ExitCode {
         Command::Race(args) => race::race(args),
         Command::Init(args) => init::init(args),
         Command::Adapter(args) => adapter::adapter(args),
+        Command::List(args) => list::list(args),
     }
 }
