@@ -390,6 +390,15 @@ fn every_upload_can_be_repeated_by_a_re_run() {
         }
     }
     assert!(uploads >= 6, "the template uploads the binary, four reports and the matrix; found {uploads}");
+    // The composite action every leg of the matrix runs uploads its reports.
+    let action = yaml(&root().join(".github/actions/leg/action.yml"));
+    let steps = action.pointer("/runs/steps").and_then(Value::as_array).expect("a composite action's steps");
+    let leg_uploads: Vec<&Value> =
+        steps.iter().filter(|s| uses_of(s).starts_with("actions/upload-artifact@")).collect();
+    assert!(!leg_uploads.is_empty(), "the leg action uploads its reports");
+    for step in leg_uploads {
+        assert_eq!(step.pointer("/with/overwrite"), Some(&Value::Bool(true)), ".github/actions/leg: {step}");
+    }
 }
 
 /// The folder after `--report` (or `--out`) of a `reapcheck run` (or
