@@ -127,8 +127,9 @@ pub fn init(args: InitArgs) -> ExitCode {
     }
     println!(
         "next: `reapcheck run` (the builtin corpus and {SCENARIOS_DIR}/ on the model and sqlite); port your SQL in \
-         {DIALECTS_DIR}/ and add one scenario per regression in {SCENARIOS_DIR}/; set the repository variables \
-         REAPCHECK_GIT and REAPCHECK_REF for {WORKFLOW_PATH}"
+         {DIALECTS_DIR}/ and add one scenario per regression in {SCENARIOS_DIR}/; write REAPCHECK_GIT and \
+         REAPCHECK_REF into the `env:` of {WORKFLOW_PATH} (repository variables work too, but a pull request \
+         from a fork gets none)"
     );
     ExitCode::SUCCESS
 }
