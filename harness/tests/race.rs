@@ -1,7 +1,8 @@
-//! `reapcheck race` end to end: it passes on the shipped dialects, and it
-//! fails on copies of `dialects/` whose reap guard lost its `status` check
-//! or its `attempts` check (spec "reap" step 4), and it refuses servers
-//! that are not on this machine.
+//! `reapcheck race` end to end: it passes on the shipped dialects (the
+//! random workload and the directed one), the directed one fails on copies
+//! of `dialects/` whose reap guard lost its `status` check or its
+//! `attempts` check (spec "reap" step 4) on every run, and it refuses
+//! servers that are not on this machine.
 //!
 //! SQLite always runs; PostgreSQL and MariaDB run when
 //! `REAPCHECK_POSTGRES_URL` / `REAPCHECK_MARIADB_URL` are set (`.ci/run`
@@ -133,14 +134,35 @@ fn the_shipped_dialects_pass_the_race() {
     assert_eq!(first_rounds.count(), targets, "{out}");
 }
 
+/// `race --directed` on `dialects`: the fixed interleaving that exposes a
+/// missing guard on every run (`reapcheck::race::directed`).
+fn directed(dialects: &str) -> (Option<i32>, String) {
+    let (db, env) = targets();
+    let o = reapcheck(&["race", "--directed", "--db", db.as_str(), "--dialects", dialects], &env);
+    (o.status.code(), format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)))
+}
+
+#[test]
+fn the_directed_race_passes_the_shipped_dialects() {
+    let shipped = root().join("dialects");
+    let (code, out) = directed(shipped.to_str().expect("a UTF-8 path"));
+    assert_eq!(code, Some(0), "{out}");
+    let lines = verdicts(&out);
+    assert_eq!(lines.len(), targets().0.split(',').count(), "{out}");
+    assert!(lines.iter().all(|l| l.starts_with("ok ") && l.contains(" 8 reclaims, 0 fenced writes")), "{out}");
+}
+
 #[test]
 fn a_reap_guard_without_its_status_check_fails_the_race() {
+    // The directed interleaving's odd rounds apply a fast-clocked reaper's
+    // reap while the job it scanned is pending again: only the status
+    // check refuses it. Deterministic: every run, every target.
     let broken = Broken::new("no-status", r"status = 'processing' AND ");
-    // Four reapers pausing up to 2 s between scan and apply: in 15 of 15
-    // target runs two of them reclaimed one death (7 to 24 violations each).
-    let (code, out) = race(Some(broken.path()), &["--seconds", "8", "--workers", "8", "--reapers", "4"]);
+    let (code, out) = directed(broken.path());
     assert_eq!(code, Some(1), "{out}");
-    for line in verdicts(&out) {
+    let lines = verdicts(&out);
+    assert_eq!(lines.len(), targets().0.split(',').count(), "{out}");
+    for line in lines {
         assert!(line.starts_with("FAIL "), "every target must fail: {line}\n{out}");
     }
     assert!(out.contains("a death was reclaimed twice"), "{out}");
@@ -148,40 +170,21 @@ fn a_reap_guard_without_its_status_check_fails_the_race() {
 
 #[test]
 fn a_reap_guard_without_its_attempts_check_fails_the_race() {
-    // Only a reaper whose clock runs ahead can meet a later attempt older
-    // than its cutoff (races/skewed-reclaim-between-scan-and-apply): reaper
-    // 0 runs 90 s ahead and pauses up to 60 s between scan and apply, while
-    // 24 workers re-claim what the other reaper or a worker's failure gave
-    // back. With 16 workers and 48 jobs 8 of 9 target runs failed; with
-    // these bounds 9 of 9 did, with 2 to 7 violations each (and the shipped
-    // dialects pass the same bounds). Under the load of a parallel
-    // `cargo test` one target run in about five missed it (sqlite, CI of
-    // 2026-12-01), so each target races up to five rounds and stops at its
-    // first failing one.
+    // The directed interleaving's even rounds let a worker claim the job
+    // again before the fast-clocked reaper applies, with a cutoff past the
+    // new claim (races/skewed-reclaim-between-scan-and-apply): only the
+    // attempts check refuses it. The random workload found this in 9 of
+    // 10 loaded sqlite runs of 15 s, which failed CI once; this is every
+    // run, on every target.
     let broken = Broken::new("no-attempts", r"AND attempts = :attempts");
-    let bounds = [
-        "--seconds",
-        "15",
-        "--workers",
-        "24",
-        "--jobs",
-        "160",
-        "--reapers",
-        "2",
-        "--skew",
-        "90",
-        "--apply-delay",
-        "60",
-        "--scale",
-        "40",
-        "--rounds",
-        "5",
-    ];
-    let (code, out) = race(Some(broken.path()), &bounds);
+    let (code, out) = directed(broken.path());
     assert_eq!(code, Some(1), "{out}");
-    for line in verdicts(&out) {
+    let lines = verdicts(&out);
+    assert_eq!(lines.len(), targets().0.split(',').count(), "{out}");
+    for line in lines {
         assert!(line.starts_with("FAIL "), "every target must fail: {line}\n{out}");
     }
+    assert!(out.contains("a death was reclaimed twice"), "{out}");
 }
 
 #[test]

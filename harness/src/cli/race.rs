@@ -68,6 +68,14 @@ pub struct RaceArgs {
     /// built into reapcheck.
     #[arg(long)]
     dialects: Option<PathBuf>,
+    /// Play one fixed interleaving instead of the random workload: a
+    /// reaper with a fast clock applies its reap after another reaper
+    /// reclaimed the attempt and (every other round) a worker claimed it
+    /// again (`reapcheck::race::directed`). It exposes a reap guard missing
+    /// its status or attempts check on every run; `--jobs` rounds (default
+    /// 8), and the bounds of the random workload do not apply.
+    #[arg(long)]
+    directed: bool,
     /// Write each target's history to `DIR/<target>.history`, one
     /// operation a line in real-time order.
     #[arg(long, value_name = "DIR")]
@@ -159,17 +167,25 @@ pub fn race(args: RaceArgs) -> ExitCode {
         }
     };
     let rounds = if args.rounds > 1 { format!(", up to {} rounds", args.rounds) } else { String::new() };
-    println!(
-        "race: seed {seed}{rounds}, {} s per target, {} workers, {} reapers, {} jobs, clock x{}, poll {} s, apply delay up to {} s, skew {} s",
-        settings.seconds,
-        settings.workers,
-        settings.reapers,
-        settings.jobs,
-        settings.scale,
-        settings.poll,
-        settings.apply_delay,
-        settings.skew
-    );
+    if args.directed {
+        println!(
+            "race: directed, {} rounds per target (a reaper {} s ahead applies after another reaper's reclaim)",
+            args.jobs.unwrap_or(8),
+            reapcheck::race::directed::SKEW
+        );
+    } else {
+        println!(
+            "race: seed {seed}{rounds}, {} s per target, {} workers, {} reapers, {} jobs, clock x{}, poll {} s, apply delay up to {} s, skew {} s",
+            settings.seconds,
+            settings.workers,
+            settings.reapers,
+            settings.jobs,
+            settings.scale,
+            settings.poll,
+            settings.apply_delay,
+            settings.skew
+        );
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime starts");
     let (mut passed, mut failed, mut skipped) = (0, 0, 0);
     for &target in &targets {
@@ -206,7 +222,12 @@ pub fn race(args: RaceArgs) -> ExitCode {
         };
         let on = format!("{target} [{}]", server.version());
         let history = args.history.as_ref().map(|d| d.join(format!("{target}.history")));
-        let ok = runtime.block_on(race_rounds(&on, &server, dialect, &settings, args.rounds, history));
+        let ok = if args.directed {
+            let rounds = args.jobs.unwrap_or(8);
+            runtime.block_on(race_directed(&on, &server, dialect, rounds, history))
+        } else {
+            runtime.block_on(race_rounds(&on, &server, dialect, &settings, args.rounds, history))
+        };
         runtime.block_on(server.close());
         if ok { passed += 1 } else { failed += 1 }
     }
@@ -249,6 +270,25 @@ async fn race_rounds(
     false
 }
 
+/// Races one target through the directed interleaving and prints its
+/// line; true when it passed.
+async fn race_directed(on: &str, server: &Server, dialect: &Dialect, rounds: u32, history: Option<PathBuf>) -> bool {
+    let file = std::env::temp_dir().join(format!("reapcheck-race-{}-{}.db", std::process::id(), nanos()));
+    let place = if server.is_sqlite() { Place::SqliteFile(file.clone()) } else { Place::Server(server) };
+    let result = reapcheck::race::directed::run(place, dialect, rounds).await;
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
+    }
+    let expectations = reapcheck::race::directed::expectations(rounds);
+    match judge(on, result, &expectations, history) {
+        Round::Passed(summary) => {
+            println!("ok       {on}: {summary}");
+            true
+        }
+        Round::Failed => false,
+    }
+}
+
 /// What one round of one target came to.
 enum Round {
     /// Every rule held; the round's figures.
@@ -272,6 +312,17 @@ async fn race_one(
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
     }
+    judge(on, result, &settings.expectations(), history)
+}
+
+/// Checks a race's history, writes it to `history` when asked, and prints
+/// the `FAIL` line and violations when a rule broke.
+fn judge(
+    on: &str,
+    result: Result<workload::Race, workload::RaceError>,
+    expectations: &check::Expectations,
+    history: Option<PathBuf>,
+) -> Round {
     let race = match result {
         Ok(r) => r,
         Err(e) => {
@@ -290,7 +341,7 @@ async fn race_one(
         }
     }
     let checking = std::time::Instant::now();
-    let violations = check::check(&race.history, &race.rows, &settings.expectations());
+    let violations = check::check(&race.history, &race.rows, expectations);
     let checked = checking.elapsed().as_secs_f64();
     let ops = race.history.len();
     let count = |name: &str| race.history.iter().filter(|e| e.op.name() == name && e.changed()).count();

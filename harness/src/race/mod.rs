@@ -4,9 +4,12 @@
 //! and reap, each on its own connection to one shared namespace, for a
 //! bounded time ([`workload`]). Every operation is recorded ([`history`]),
 //! and [`check`] proves the spec's guarantees from that history and the
-//! rows left at the end.
+//! rows left at the end. [`directed`] plays one fixed interleaving instead,
+//! which exposes a reap guard missing its `status` or `attempts` check on
+//! every run.
 
 pub mod check;
+pub mod directed;
 pub mod history;
 pub mod workload;
 

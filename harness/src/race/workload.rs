@@ -74,13 +74,13 @@ impl Settings {
     }
 }
 
-fn job_id(i: u32) -> String {
+pub(super) fn job_id(i: u32) -> String {
     format!("j{i:03}")
 }
 
 /// The class of job `i`: even jobs are idempotent (a death is retried, then
 /// failed), odd ones are not (a death is interrupted).
-fn class_of(job: &str) -> (&'static str, AppClass) {
+pub(super) fn class_of(job: &str) -> (&'static str, AppClass) {
     let odd = job.bytes().last().is_some_and(|b| b % 2 == 1);
     let class = AppClass {
         heartbeat_grace: Some(GRACE),
@@ -147,7 +147,7 @@ pub async fn run(place: Place<'_>, dialect: &Dialect, settings: &Settings) -> Re
     Ok(race)
 }
 
-async fn open(place: &Place<'_>, dialect: &Dialect) -> Result<Connection, RaceError> {
+pub(super) async fn open(place: &Place<'_>, dialect: &Dialect) -> Result<Connection, RaceError> {
     let mut conn = match place {
         Place::Server(server) => server.open().await?,
         Place::SqliteFile(path) => backend::sqlite_file(path, std::time::Duration::from_secs(10)).await?,
@@ -220,7 +220,7 @@ async fn race_in(
     Ok(Race { history, rows, elapsed })
 }
 
-fn pending(id: String, class: &str, now: Instant) -> JobRow {
+pub(super) fn pending(id: String, class: &str, now: Instant) -> JobRow {
     JobRow {
         id,
         class: class.to_owned(),
