@@ -898,11 +898,13 @@ mod tests {
         // ever answers the login.
         let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = silent.local_addr().unwrap().port();
-        let started = std::time::Instant::now();
-        let Err(e) = MssqlConn::connect_within(&url_to("127.0.0.1", port), Duration::from_millis(300)).await else {
+        // The outer minute only turns a hang into a failure (no wall-clock
+        // bound under load).
+        let url = url_to("127.0.0.1", port);
+        let attempt = MssqlConn::connect_within(&url, Duration::from_millis(300));
+        let Err(e) = tokio::time::timeout(Duration::from_secs(60), attempt).await.expect("timed out, not hung") else {
             panic!("a silent listener accepted the login")
         };
-        assert!(started.elapsed() < std::time::Duration::from_secs(3), "{:?}", started.elapsed());
         assert_eq!(e.kind, BackendErrorKind::Connection);
         assert!(e.message.contains("no answer within 300ms"), "{}", e.message);
         assert!(!e.message.contains(PASSWORD), "{}", e.message);

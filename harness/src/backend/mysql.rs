@@ -709,9 +709,12 @@ steps:
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let port = listener.local_addr().expect("addr").port();
         let silent = format!("mysql://root:hunter2-secret@127.0.0.1:{port}/test");
-        let started = std::time::Instant::now();
-        let Err(e) = connect_within(&silent, Duration::from_millis(300)).await else { panic!("connected to nothing") };
-        assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
+        // The outer minute only turns a hang into a failure (no wall-clock
+        // bound under load).
+        let attempt = connect_within(&silent, Duration::from_millis(300));
+        let Err(e) = tokio::time::timeout(Duration::from_secs(60), attempt).await.expect("timed out, not hung") else {
+            panic!("connected to nothing")
+        };
         assert_eq!(e.kind, BackendErrorKind::Connection, "{e}");
         assert!(!e.message.contains("hunter2"), "{e}");
         drop(listener);

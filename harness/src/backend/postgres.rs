@@ -532,11 +532,12 @@ mod tests {
         // never answers the startup message.
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("a local port");
         let url = format!("postgres://app:hunter2@{}/test", listener.local_addr().expect("bound"));
-        let started = std::time::Instant::now();
-        let Err(e) = connect_within(&url, Product::Postgres, Duration::from_millis(300)).await else {
+        // The message proves the 0.3 s limit ended it; the outer minute
+        // only turns a hang into a failure (no wall-clock bound under load).
+        let attempt = connect_within(&url, Product::Postgres, Duration::from_millis(300));
+        let Err(e) = tokio::time::timeout(Duration::from_secs(60), attempt).await.expect("timed out, not hung") else {
             panic!("a silent server was accepted")
         };
-        assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
         assert_eq!(e.kind, BackendErrorKind::Connection);
         assert!(e.message.contains("within 0.3 s") && !e.message.contains("hunter2"), "{e}");
     }
