@@ -4,11 +4,16 @@
 //! (made by the model, so `reapcheck run` passes right after), and the CI
 //! workflow `ci/github-actions.yml` of this repository, byte for byte.
 //! Nothing is written when any of these files exists, unless `--force`.
+//!
+//! `init --add <dialect>` ports one more dialect in a project set up
+//! before: it copies that dialect's folder next to the others and takes its
+//! name out of `builtin_dialects`, editing `reapcheck.toml` in place (every
+//! other byte kept), and touches nothing else.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use reapcheck::config::FILE_NAME;
+use reapcheck::config::{FILE_NAME, Project};
 use reapcheck::dialect::{Source, dialect_names, embedded_files};
 use reapcheck::runner;
 use reapcheck::scenario::parse_named;
@@ -58,6 +63,11 @@ pub struct InitArgs {
     /// dialect). Without it, reapcheck's own SQL runs, and `run` says so.
     #[arg(long, value_name = "DIALECTS")]
     from: Option<String>,
+    /// In a project `init` set up before: copy one more dialect to port
+    /// into its dialects folder and take it out of `builtin_dialects` in
+    /// reapcheck.toml; nothing else is written.
+    #[arg(long, value_name = "DIALECT", conflicts_with_all = ["from", "force"])]
+    add: Option<String>,
     /// Overwrite files that exist.
     #[arg(long)]
     force: bool,
@@ -78,7 +88,9 @@ fn repository_root_above(dir: &std::path::Path) -> Option<std::path::PathBuf> {
 }
 
 /// Writes the files; exit 2 (writing nothing) when one exists without
-/// `--force`, or `--from` names an unknown dialect. Warns when `--dir` is
+/// `--force`, or `--from` names an unknown dialect. With `--add`, ports one
+/// more dialect in the project instead (exit 2, writing nothing, for an
+/// unknown dialect, one already ported, or no project). Warns when `--dir` is
 /// below its repository's root, where GitHub would never read the workflow.
 pub fn init(args: InitArgs) -> ExitCode {
     let invalid = |message: String| {
@@ -86,6 +98,12 @@ pub fn init(args: InitArgs) -> ExitCode {
         ExitCode::from(EXIT_INVALID)
     };
     let known = dialect_names(&Source::Embedded);
+    if let Some(name) = &args.add {
+        return match add(&args.dir, name.trim(), &known) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => invalid(e),
+        };
+    }
     let mut chosen: Vec<String> = Vec::new();
     for name in args.from.as_deref().unwrap_or_default().split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let dialect = Target::from_name(name).map_or(name, |t| t.dialect());
@@ -168,8 +186,8 @@ fn config(chosen: &[String], known: &[String]) -> String {
     if chosen.is_empty() {
         text.push_str(
             "# No `dialects` folder: the SQL built into reapcheck runs (the reference),\n\
-             # and `reapcheck run` says so. `reapcheck init --from postgres --force`\n\
-             # copies a dialect to port.\n",
+             # and `reapcheck run` says so. `reapcheck init --add postgres` copies\n\
+             # a dialect to port.\n",
         );
     } else {
         let others: Vec<String> = known.iter().filter(|k| !chosen.contains(k)).map(|k| format!("{k:?}")).collect();
@@ -191,6 +209,247 @@ fn config(chosen: &[String], known: &[String]) -> String {
          required = []\n"
     ));
     text
+}
+
+/// `init --add`: copies the embedded dialect `name` (a target name means
+/// its dialect) into the dialects folder of the project around `dir` and
+/// edits that project's reapcheck.toml so the copy is the SQL that runs.
+/// Every check comes before the first write; each write is atomic, and the
+/// copy is removed again when reapcheck.toml cannot be written.
+fn add(dir: &Path, name: &str, known: &[String]) -> Result<(), String> {
+    let dialect = Target::from_name(name).map_or(name, |t| t.dialect());
+    if !known.iter().any(|k| k == dialect) {
+        return Err(format!("--add: unknown dialect `{name}`: the dialects are {}", known.join(", ")));
+    }
+    let start = std::path::absolute(dir).unwrap_or_else(|_| dir.to_owned());
+    let Some(config_path) = start.ancestors().map(|d| d.join(FILE_NAME)).find(|p| p.is_file()) else {
+        return Err(format!(
+            "--add: no {FILE_NAME} in {} or any folder above it, so there is no project to add `{dialect}` to: \
+             run `reapcheck init --from {dialect}` in your repository's root to set one up with that dialect",
+            start.display()
+        ));
+    };
+    let root = config_path.parent().map(Path::to_owned).unwrap_or_default();
+    // Paths as the user gave them when the project is `dir` itself.
+    let shown = |rel: &Path| if root == start { dir.join(rel) } else { root.join(rel) };
+    Project::read(&config_path).map_err(|e| format!("--add: {e}: fix {FILE_NAME} first; nothing was written"))?;
+    let text = std::fs::read_to_string(&config_path)
+        .map_err(|e| format!("--add: cannot read {}: {e}", config_path.display()))?;
+    let edit = edit_config(&text, dialect, known)?;
+    let folder = root.join(&edit.folder);
+    let copy = folder.join(dialect);
+    let copy_shown = shown(&edit.folder.join(dialect));
+    if copy.exists() {
+        return Err(format!(
+            "--add: dialect `{dialect}` is already ported: {} exists, and nothing was written: edit the SQL there, or \
+             to start again from reapcheck's own SQL, move that folder away and run `reapcheck init --add {dialect}` \
+             again",
+            copy_shown.display()
+        ));
+    }
+    if folder.exists() && !folder.is_dir() {
+        return Err(format!(
+            "--add: the dialects folder {} of {FILE_NAME} is not a folder; nothing was written: point `dialects` \
+             at a folder",
+            shown(&edit.folder).display()
+        ));
+    }
+    let workflow = workflow_note(&root, dialect);
+    // Checks done: the writes.
+    let files = embedded_files(dialect);
+    copy_dialect(&copy, &files)
+        .map_err(|e| format!("cannot write {}: {e}; nothing was written", copy_shown.display()))?;
+    if let Some(new) = &edit.text
+        && let Err(e) = write_atomic(&config_path, new.as_bytes())
+    {
+        let _ = std::fs::remove_dir_all(&copy);
+        return Err(format!(
+            "cannot write {}: {e}; the copy {} was removed again, so nothing was changed",
+            config_path.display(),
+            copy_shown.display()
+        ));
+    }
+    if name != dialect {
+        println!("`{name}` runs the `{dialect}` dialect: added {dialect}");
+    }
+    for (file, _) in &files {
+        println!("wrote {}", copy_shown.join(file).display());
+    }
+    let config_shown = shown(Path::new(FILE_NAME));
+    if edit.text.is_some() {
+        println!("edited {}: {}", config_shown.display(), edit.changes.join("; "));
+    } else {
+        println!("{} unchanged: `{dialect}` was not in `builtin_dialects`", config_shown.display());
+    }
+    println!("{workflow}");
+    println!(
+        "next: port your queue's SQL in {}/, then `reapcheck check` and `reapcheck run --db {}`",
+        copy_shown.display(),
+        Target::from_name(dialect).map_or(dialect, |t| t.name())
+    );
+    Ok(())
+}
+
+/// What `init --add` changes in reapcheck.toml.
+struct ConfigEdit {
+    /// The new text, `None` when nothing changes.
+    text: Option<String>,
+    /// The dialects folder, relative to the project root (as written).
+    folder: PathBuf,
+    /// Each change, as printed.
+    changes: Vec<String>,
+}
+
+/// reapcheck.toml's `text` with `dialect` ported: its name taken out of
+/// `builtin_dialects`. Without a `dialects` folder (every dialect ran
+/// reapcheck's own SQL), also `dialects` set to [`DIALECTS_DIR`] and every
+/// other dialect listed in `builtin_dialects`, so that they keep running
+/// as before. Comments, layout and every other key stay byte for byte.
+fn edit_config(text: &str, dialect: &str, known: &[String]) -> Result<ConfigEdit, String> {
+    use toml_edit::{Array, DocumentMut, Item, Value};
+    let mut doc: DocumentMut =
+        text.parse().map_err(|e| format!("--add: {FILE_NAME} cannot be edited: {e}; nothing was written"))?;
+    let mut changes = Vec::new();
+    let folder = match doc.get("dialects").and_then(Item::as_str) {
+        Some(f) if f != reapcheck::corpus::BUILTIN => PathBuf::from(f),
+        _ => {
+            match doc.get_mut("dialects").and_then(Item::as_value_mut) {
+                Some(v) => {
+                    let decor = v.decor().clone();
+                    *v = Value::from(DIALECTS_DIR);
+                    *v.decor_mut() = decor;
+                }
+                None => {
+                    doc.insert("dialects", toml_edit::value(DIALECTS_DIR));
+                    if let Some(mut key) = doc.key_mut("dialects") {
+                        key.leaf_decor_mut()
+                            .set_prefix("# Your port of the queue's SQL, one sub-folder per dialect.\n");
+                    }
+                }
+            }
+            changes.push(format!("set `dialects = \"{DIALECTS_DIR}\"`"));
+            if doc.get("builtin_dialects").is_none() {
+                doc.insert("builtin_dialects", toml_edit::value(Array::new()));
+                if let Some(mut key) = doc.key_mut("builtin_dialects") {
+                    key.leaf_decor_mut().set_prefix(
+                        "# Dialects not in that folder that run reapcheck's own SQL (the reference);\n\
+                         # remove one to make its targets an error until you port it.\n",
+                    );
+                }
+            }
+            let list = doc.get_mut("builtin_dialects").and_then(Item::as_array_mut).ok_or_else(|| {
+                format!("--add: `builtin_dialects` of {FILE_NAME} is not a list of names; nothing was written")
+            })?;
+            let mut listed = Vec::new();
+            for other in known.iter().filter(|k| *k != dialect) {
+                if !list.iter().any(|v| v.as_str() == Some(other)) {
+                    list.push(other.as_str());
+                    listed.push(format!("`{other}`"));
+                }
+            }
+            if !listed.is_empty() {
+                changes.push(format!(
+                    "listed {} in `builtin_dialects` (they ran reapcheck's SQL and still do)",
+                    listed.join(", ")
+                ));
+            }
+            PathBuf::from(DIALECTS_DIR)
+        }
+    };
+    if let Some(list) = doc.get_mut("builtin_dialects").and_then(Item::as_array_mut)
+        && list.iter().any(|v| v.as_str() == Some(dialect))
+    {
+        // The first element's spacing (`["a", ...`) stays the list's own
+        // when that element is the one removed.
+        let first = list.get(0).map(|v| v.decor().prefix().cloned());
+        list.retain(|v| v.as_str() != Some(dialect));
+        if let (Some(prefix), Some(v)) = (first, list.get_mut(0)) {
+            match prefix {
+                Some(p) => v.decor_mut().set_prefix(p),
+                None => v.decor_mut().set_prefix(""),
+            }
+        }
+        changes.push(format!("removed `{dialect}` from `builtin_dialects`"));
+    }
+    let text = (!changes.is_empty()).then(|| doc.to_string());
+    Ok(ConfigEdit { text, folder, changes })
+}
+
+/// What `init --add` says of the workflow, which it never changes: its
+/// legs are per database, and each runs whatever SQL reapcheck.toml names,
+/// so a port needs no change to a leg that exists. The CockroachDB and SQL
+/// Server legs are left out of the template on purpose (bigger, slower
+/// servers): the user adds one as its opening comment says.
+fn workflow_note(root: &Path, dialect: &str) -> String {
+    let targets: Vec<&str> = Target::ALL.iter().filter(|t| t.dialect() == dialect).map(|t| t.name()).collect();
+    let Ok(text) = std::fs::read_to_string(root.join(WORKFLOW_PATH)) else {
+        return format!("{WORKFLOW_PATH} not found, so not changed: CI runs your port only in a leg per database");
+    };
+    let (with, without): (Vec<&str>, Vec<&str>) =
+        targets.iter().partition(|t| text.lines().any(|l| l.trim_end() == format!("  {t}:")));
+    if without.is_empty() {
+        format!(
+            "{WORKFLOW_PATH} unchanged: its {} leg{} run{} the SQL reapcheck.toml names, now your port",
+            with.join(" and "),
+            if with.len() == 1 { "" } else { "s" },
+            if with.len() == 1 { "s" } else { "" }
+        )
+    } else {
+        format!(
+            "note: {WORKFLOW_PATH} unchanged, and it has no {} leg, so CI does not run your port there: add one as \
+             the comment at the top of that file says",
+            without.join(" or ")
+        )
+    }
+}
+
+/// Writes `files` into the new folder `copy`: staged in a folder beside
+/// the dialects folder (a folder left in it by a killed run would be read
+/// as a dialect), then renamed into place, so that `copy` is whole or
+/// absent.
+fn copy_dialect(copy: &Path, files: &[(String, &[u8])]) -> std::io::Result<()> {
+    let folder = copy.parent().unwrap_or(copy);
+    std::fs::create_dir_all(folder)?;
+    let beside = folder.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(folder);
+    let name = copy.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let stage = beside.join(format!(".reapcheck-add-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&stage);
+    let staged = (|| {
+        std::fs::create_dir_all(&stage)?;
+        for (file, bytes) in files {
+            write_synced(&stage.join(file), bytes)?;
+        }
+        std::fs::rename(&stage, copy)
+    })();
+    if staged.is_err() {
+        let _ = std::fs::remove_dir_all(&stage);
+    }
+    staged
+}
+
+/// Replaces `path` by `bytes` atomically: a file beside it, then renamed
+/// over it, keeping its permissions.
+fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.reapcheck-{}", std::process::id()));
+    let written = write_synced(&tmp, bytes)
+        .and_then(|()| match std::fs::metadata(path) {
+            Ok(meta) => std::fs::set_permissions(&tmp, meta.permissions()),
+            Err(_) => Ok(()),
+        })
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
+/// Writes `bytes` to a new file at `path` and flushes it to the disk.
+fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut file = std::fs::File::create(path)?;
+    file.write_all(bytes)?;
+    file.sync_all()
 }
 
 #[cfg(test)]
