@@ -204,8 +204,14 @@ fn source_for(project: &Project, setting: &Setting<Option<PathBuf>>, name: &str)
         .map(|t| format!("; {}/ is not read: the {t} target runs the `{name}` dialect, so rename it {name}/", t.name()))
         .unwrap_or_default();
     let listed = format!("{listed}{misnamed}");
+    // A folder named by reapcheck.toml: the project exists, and `init
+    // --from` would refuse in it; `init --add` copies into that folder.
+    let copy = match &setting.origin {
+        Origin::File { .. } => "add",
+        _ => "from",
+    };
     Err(format!(
-        "{}: dialect `{name}` is not in {}: copy it there (`reapcheck init --from {name}` makes a copy to port){listed}",
+        "{}: dialect `{name}` is not in {}: copy it there (`reapcheck init --{copy} {name}` makes a copy to port){listed}",
         setting.origin,
         dir.display()
     ))
