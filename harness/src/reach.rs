@@ -163,6 +163,9 @@ pub fn wrong_server(target: Target, version: &str) -> Option<String> {
 /// embedded); the error is the backend's, which may hold the URL: redact it
 /// ([`redact::message`]) before printing.
 pub async fn connect(target: Target, url: &str) -> Result<Server, String> {
+    if let Some(why) = not_a_url(target, url) {
+        return Err(why);
+    }
     let result = match target {
         Target::Sqlite => backend::sqlite().await,
         Target::Postgres => backend::postgres(url).await,
@@ -171,6 +174,25 @@ pub async fn connect(target: Target, url: &str) -> Result<Server, String> {
         Target::Mssql => backend::mssql(url).await,
     };
     result.map_err(|e| e.to_string())
+}
+
+/// Why `url` cannot be `target`'s URL when it has no scheme: PostgreSQL,
+/// CockroachDB, MySQL and MariaDB take only URLs, and a libpq keyword
+/// string (`host=... user=... password=...`) would otherwise fail with the
+/// URL parser's `relative URL without a base`. SQL Server also takes ADO.NET
+/// and JDBC strings, SQLite no URL at all.
+fn not_a_url(target: Target, url: &str) -> Option<String> {
+    let scheme = match target {
+        Target::Postgres | Target::Cockroach => "postgres",
+        Target::Mariadb | Target::Mysql => "mysql",
+        Target::Sqlite | Target::Mssql => return None,
+    };
+    (!url.contains("://")).then(|| {
+        format!(
+            "this is not a URL: give {scheme}://USER:PASSWORD@HOST:PORT/DATABASE (percent-encode reserved \
+             characters in the password); a keyword string such as `host=... user=...` is not read"
+        )
+    })
 }
 
 #[cfg(not(feature = "containers"))]
@@ -198,6 +220,17 @@ mod tests {
 
     fn filter(filter: Option<&str>, exact: bool, skip: &[&str]) -> TestFilter {
         TestFilter { filter: filter.map(str::to_owned), exact, skip: skip.iter().map(|s| s.to_string()).collect() }
+    }
+
+    #[tokio::test]
+    async fn a_keyword_string_is_refused_as_not_a_url_without_its_password() {
+        let keywords = "host=127.0.0.1 user=postgres password=sekrit dbname=test";
+        let e = connect(Target::Postgres, keywords).await.err().expect("refused");
+        assert!(e.starts_with("this is not a URL: give postgres://USER:PASSWORD@HOST:PORT/DATABASE"), "{e}");
+        assert!(!e.contains("sekrit") && !e.contains("relative URL"), "{e}");
+        assert!(not_a_url(Target::Mariadb, "root@localhost").is_some_and(|e| e.contains("mysql://")));
+        assert_eq!(not_a_url(Target::Postgres, "postgres://u@127.0.0.1/t"), None);
+        assert_eq!(not_a_url(Target::Mssql, "server=tcp:127.0.0.1,1433;user id=sa"), None);
     }
 
     #[test]

@@ -88,3 +88,15 @@ fn list_names_every_scenario_with_its_file_and_prints_a_builtin_one() {
     assert_eq!(code, Some(2), "{out}");
     assert!(out.contains("no scenario in builtin matches [\"no-such-scenario\"]"), "{out}");
 }
+
+#[test]
+fn allow_skip_does_not_pass_a_run_that_judged_nothing_on_a_database() {
+    let scratch = Scratch::new("allow-skip");
+    let (code, out) = reapcheck(&scratch.0, &["run", "--db", "postgres", "--allow-skip", "--quiet"]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("no SQL ran on any database"), "{out}");
+    assert!(out.contains("FAIL     every database target was skipped"), "{out}");
+    // One target skipped among others that ran is what --allow-skip is for.
+    let (code, out) = reapcheck(&scratch.0, &["run", "--db", "sqlite,postgres", "--allow-skip", "--quiet", "grace/"]);
+    assert_eq!(code, Some(0), "{out}");
+}

@@ -346,7 +346,19 @@ pub fn run(args: RunArgs) -> ExitCode {
     if interrupted.is_some() {
         return ExitCode::from(interrupt::EXIT_INTERRUPTED);
     }
-    if tally.failed() > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
+    if tally.failed() > 0 {
+        return ExitCode::from(EXIT_FAILED);
+    }
+    if !tally.sql_ran && (!targets.is_empty() || !adapters.is_empty()) {
+        // Skips are allowed one by one; a run that judged nothing on any
+        // database must not pass as if it had.
+        println!(
+            "FAIL     every database target was skipped, so nothing was judged on a database: --allow-skip lets \
+             some targets skip, not all; set a target's URL (or run `--db sqlite`)"
+        );
+        return ExitCode::from(EXIT_FAILED);
+    }
+    ExitCode::SUCCESS
 }
 
 /// What a run plays, resolved from the arguments and the project.
