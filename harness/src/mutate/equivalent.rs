@@ -59,6 +59,16 @@ pub enum Evidence {
     Reasoned,
 }
 
+impl Evidence {
+    /// Its value as written in the file.
+    pub fn name(self) -> &'static str {
+        match self {
+            Evidence::Measured => "measured",
+            Evidence::Reasoned => "reasoned",
+        }
+    }
+}
+
 /// A declaration that holds: its reason, where it holds, how it is known.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Declaration {
@@ -283,6 +293,61 @@ pub fn statement_hash(sql: &str) -> String {
     format!("{h:016x}")
 }
 
+/// One declaration as written in the file, with where it is: what
+/// [`crate::mutate::carry`] carries over to a port's mutants.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Written {
+    /// The mutant id written.
+    pub mutant: String,
+    /// The line of its `mutant` value, from 1.
+    pub line: usize,
+    /// The column of its `mutant` value, from 1.
+    pub column: usize,
+    /// The statement hash written.
+    pub statement: String,
+    /// The reason written.
+    pub reason: String,
+    /// The `servers` text written, if any (not checked here).
+    pub servers: Option<String>,
+    /// The evidence written (`measured` when absent).
+    pub evidence: Evidence,
+}
+
+/// The declarations of `text` (the content of `file`) as written, in file
+/// order, unchecked against any mutant; an error when the file is not a
+/// list of declarations.
+pub fn read(file: &str, text: &str) -> Result<Vec<Written>, Vec<EquivalentError>> {
+    Ok(entries(file, text)?
+        .into_iter()
+        .map(|e| Written {
+            line: e.mutant.referenced.line() as usize,
+            column: e.mutant.referenced.column() as usize,
+            mutant: e.mutant.value,
+            statement: e.statement,
+            reason: e.reason,
+            servers: e.servers.map(|s| s.value),
+            evidence: e.evidence,
+        })
+        .collect())
+}
+
+fn entries(file: &str, text: &str) -> Result<Vec<Entry>, Vec<EquivalentError>> {
+    if text.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    serde_saphyr::from_str(text).map_err(|e| {
+        let at = e.location().map_or_else(|| "1:1".to_owned(), |l| format!("{}:{}", l.line(), l.column()));
+        let message = serde_saphyr::DefaultMessageFormatter.format_message(e.without_snippet()).to_string();
+        let hint = "; a declaration takes `mutant`, `statement` and `reason`, and optionally `servers` (one text, \
+                    such as \">= 16\" or \"mariadb, mysql >= 8.4\") and `evidence` (`reasoned` or `measured`)";
+        vec![EquivalentError {
+            file: file.to_owned(),
+            line: at,
+            kind: EquivalentErrorKind::Yaml(format!("{message}{hint}")),
+        }]
+    })
+}
+
 /// The declarations in `text` (the content of `file`, for the dialect
 /// `dialect`) checked against the dialect's generated `mutants`: each names
 /// a generated mutant, once, with its statement's current hash, a reason
@@ -298,17 +363,7 @@ pub fn check(
     unparsed: &[Unparsed],
 ) -> Result<BTreeMap<String, Declaration>, Vec<EquivalentError>> {
     let error = |line: String, kind| EquivalentError { file: file.to_owned(), line, kind };
-    let entries: Vec<Entry> = if text.trim().is_empty() {
-        Vec::new()
-    } else {
-        serde_saphyr::from_str(text).map_err(|e| {
-            let at = e.location().map_or_else(|| "1:1".to_owned(), |l| format!("{}:{}", l.line(), l.column()));
-            let message = serde_saphyr::DefaultMessageFormatter.format_message(e.without_snippet()).to_string();
-            let hint = "; a declaration takes `mutant`, `statement` and `reason`, and optionally `servers` (one text, \
-                        such as \">= 16\" or \"mariadb, mysql >= 8.4\") and `evidence` (`reasoned` or `measured`)";
-            vec![error(at, EquivalentErrorKind::Yaml(format!("{message}{hint}")))]
-        })?
-    };
+    let entries = entries(file, text)?;
     let mut products: Vec<&str> = Target::ALL.iter().filter(|t| t.dialect() == dialect).map(|t| t.name()).collect();
     if products.is_empty() {
         products = Target::ALL.iter().map(|t| t.name()).collect();
