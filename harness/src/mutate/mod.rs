@@ -4,8 +4,10 @@
 //! tree ([`generate`]), which work on SQL reapcheck did not write. Generated
 //! mutants that no scenario can kill are declared, with a reason, in
 //! [`equivalent`]. A mutant the server cannot compile is not applicable
-//! there ([`kill`]).
+//! there ([`kill`]). A port whose declarations went stale when it renamed or
+//! reordered its SQL gets them carried over to its own mutants ([`carry`]).
 
+pub mod carry;
 mod clauses;
 pub mod equivalent;
 mod exprs;
