@@ -17,10 +17,14 @@ use std::time::Instant;
 use futures_util::{StreamExt, stream};
 
 use reapcheck::backend::Server;
+use reapcheck::dialect::Source;
 use reapcheck::dialect::text::Grammar;
 use reapcheck::dialect::{Dialect, read_extra};
 use reapcheck::diff;
-use reapcheck::mutate::equivalent::{self, Declaration, EquivalentError, Evidence, ServerVersion};
+use reapcheck::mutate::carry::{self, Upstream};
+use reapcheck::mutate::equivalent::{
+    self, Declaration, EquivalentError, EquivalentErrorKind, Evidence, ServerVersion, Written,
+};
 use reapcheck::mutate::kill::{Found, KillOrder, Verdict, first_killer};
 use reapcheck::mutate::select;
 use reapcheck::mutate::{Generation, MUTANTS, Mutant, MutantError, Operator, apply, generate};
@@ -48,6 +52,17 @@ pub struct MutateArgs {
     /// equivalence declaration names its statement by) and run nothing.
     #[arg(long)]
     list: bool,
+    /// Run nothing: print, for each stale equivalence declaration (and
+    /// each the builtin dialect of the same name makes that yours lacks),
+    /// the declaration carried over to your mutant that makes the same
+    /// change, with its id and hash, for review.
+    #[arg(long, conflicts_with = "list")]
+    suggest: bool,
+    /// With `--suggest`: replace the stale declarations in your
+    /// `equivalent-mutants.yaml` with the carried-over ones (every other
+    /// line is kept; the file is replaced at once).
+    #[arg(long, requires = "suggest")]
+    write: bool,
     #[command(flatten)]
     inputs: Inputs,
 }
@@ -94,16 +109,30 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
             return ExitCode::from(EXIT_INVALID);
         }
     };
+    if args.suggest {
+        return suggest(&args.inputs, &dialects, args.write);
+    }
     let mut plans = Vec::new();
     let mut invalid: Vec<String> = Vec::new();
+    let mut stale = false;
     for d in dialects {
         match plan(&args.inputs, d, args.list) {
             Ok(p) => plans.push(p),
-            Err(errors) => invalid.extend(errors),
+            Err((errors, any_stale)) => {
+                invalid.extend(errors);
+                stale |= any_stale;
+            }
         }
     }
     if !invalid.is_empty() {
         report(&invalid);
+        if stale {
+            eprintln!(
+                "hint: after renaming or reordering your SQL, `reapcheck mutate --suggest` (same --db and \
+                 --dialects) finds each stale declaration's mutant in your SQL and prints it with its new id and \
+                 hash for review; `--suggest --write` replaces the stale declarations in the file"
+            );
+        }
         return ExitCode::from(EXIT_INVALID);
     }
     if args.list {
@@ -158,11 +187,128 @@ fn list(plan: &Plan) {
     }
 }
 
+/// `mutate --suggest`: for each dialect, prints every stale declaration
+/// carried over to the mutant of the SQL as it is now that makes the same
+/// change (and every declaration of the builtin dialect of that name the
+/// port lacks), as YAML to review and paste; with `write`, replaces the
+/// stale declarations in the file. Runs nothing. Exit 2 on invalid input
+/// (a declaration file that does not parse, `--write` without a folder).
+fn suggest(inputs: &Inputs, dialects: &[Dialect], write: bool) -> ExitCode {
+    let mut errors = Vec::new();
+    for d in dialects {
+        if let Err(e) = suggest_one(inputs, d, write) {
+            errors.extend(e);
+        }
+    }
+    if errors.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        report(&errors);
+        ExitCode::from(EXIT_INVALID)
+    }
+}
+
+fn suggest_one(inputs: &Inputs, dialect: &Dialect, write: bool) -> Result<(), Vec<String>> {
+    let name = &dialect.name;
+    let file = format!("{name}/{}", equivalent::FILE);
+    let source = inputs.dialect_source(name).map_err(|e| vec![e])?;
+    let path = match (&source, write) {
+        (Source::Folder(root), _) => Some(root.join(name).join(equivalent::FILE)),
+        (Source::Embedded, true) => {
+            return Err(vec![format!(
+                "`--write` rewrites your own {file}, and {name} runs the builtin SQL: pass `--dialects <your folder>`"
+            )]);
+        }
+        (Source::Embedded, false) => None,
+    };
+    let strings = |errors: Vec<EquivalentError>| errors.iter().map(ToString::to_string).collect::<Vec<_>>();
+    let text = read_extra(&source, name, equivalent::FILE).map_err(|e| vec![e.to_string()])?.unwrap_or_default();
+    let declared = equivalent::read(&file, &text).map_err(strings)?;
+    let generation = generate(dialect, Grammar::for_dialect(name));
+    let builtin = Dialect::load(&Source::Embedded, name).ok().map(|d| {
+        let g = generate(&d, Grammar::for_dialect(name));
+        let text = read_extra(&Source::Embedded, name, equivalent::FILE).ok().flatten().unwrap_or_default();
+        let declared = equivalent::read(&file, &text).unwrap_or_default();
+        (d, g, declared)
+    });
+    let upstream = match (&source, &builtin) {
+        (Source::Folder(_), Some((d, g, w))) => Some(Upstream { dialect: d, generation: g, declarations: w }),
+        _ => None,
+    };
+    let carried = carry::carry(&declared, dialect, &generation, upstream);
+    let from_upstream = |w: &Written| {
+        builtin.as_ref().is_some_and(|(_, _, u)| u.iter().any(|u| u.mutant == w.mutant && u.statement == w.statement))
+    };
+    let matched: Vec<_> = carried.stale.iter().filter_map(|(w, m)| Some((w, m.as_ref().ok()?))).collect();
+    let mut out = String::new();
+    if carried.stale.is_empty() {
+        let _ = writeln!(out, "# {file}: no stale declaration");
+    } else {
+        let _ = writeln!(
+            out,
+            "# {file}: {} stale declaration{}, {} carried over to your SQL: {}",
+            carried.stale.len(),
+            if carried.stale.len() == 1 { "" } else { "s" },
+            matched.len(),
+            if write {
+                "replaced in the file; review each reason"
+            } else {
+                "replace each entry at the line named with the block under it, or rerun with `--write`"
+            }
+        );
+    }
+    let mut replacements = Vec::new();
+    for (w, found) in &carried.stale {
+        match found {
+            Ok(m) => {
+                let block = carry::block(w, m, from_upstream(w));
+                let _ = write!(out, "# replaces {file}:{}:{}\n{block}", w.line, w.column);
+                replacements.push((w.line, block));
+            }
+            Err(why) => eprintln!("warning: {file}:{}:{}: `{}` is stale: {why}", w.line, w.column, w.mutant),
+        }
+    }
+    if !carried.missing.is_empty() {
+        let _ = writeln!(
+            out,
+            "# declared by the builtin {name} dialect and not in {file}: append the ones whose reason holds for \
+             your SQL"
+        );
+        for (w, m) in &carried.missing {
+            out.push_str(&carry::block(w, m, true));
+        }
+    }
+    for (w, why) in &carried.unmatched_upstream {
+        let _ = writeln!(out, "# the builtin {name} dialect declares `{}`, not carried over: {why}", w.mutant);
+    }
+    print!("{out}");
+    if let (true, Some(path), false) = (write, &path, replacements.is_empty()) {
+        let new = carry::rewrite(&file, &text, &replacements).map_err(|e| vec![e])?;
+        if let Err(e) = equivalent::read(&file, &new) {
+            return Err(strings(e)
+                .into_iter()
+                .map(|e| format!("{e} (in the rewritten text, not written: paste the printed blocks by hand)"))
+                .collect());
+        }
+        let temporary = path.with_file_name(format!(".{}.tmp", equivalent::FILE));
+        std::fs::write(&temporary, &new)
+            .and_then(|()| std::fs::rename(&temporary, path))
+            .map_err(|e| vec![format!("cannot write {}: {e}: paste the printed blocks by hand", path.display())])?;
+        println!(
+            "# wrote {} carried-over declaration{} to {}",
+            replacements.len(),
+            if replacements.len() == 1 { "" } else { "s" },
+            path.display()
+        );
+    }
+    Ok(())
+}
+
 /// Applies the named mutants, generates the others and reads the
 /// dialect's equivalence declarations. For `--list` (`listing`), a stale
 /// declaration is a warning, since the listing is how its new id and hash
-/// are found.
-fn plan(inputs: &Inputs, dialect: Dialect, listing: bool) -> Result<Plan, Vec<String>> {
+/// are found. An error says whether some declaration is stale.
+fn plan(inputs: &Inputs, dialect: Dialect, listing: bool) -> Result<Plan, (Vec<String>, bool)> {
     let mut named = Vec::new();
     let mut not_applicable = Vec::new();
     for m in MUTANTS {
@@ -173,8 +319,8 @@ fn plan(inputs: &Inputs, dialect: Dialect, listing: bool) -> Result<Plan, Vec<St
     }
     let generation = generate(&dialect, Grammar::for_dialect(&dialect.name));
     let file = format!("{}/{}", dialect.name, equivalent::FILE);
-    let source = inputs.dialect_source(&dialect.name).map_err(|e| vec![e])?;
-    let text = read_extra(&source, &dialect.name, equivalent::FILE).map_err(|e| vec![e.to_string()])?;
+    let source = inputs.dialect_source(&dialect.name).map_err(|e| (vec![e], false))?;
+    let text = read_extra(&source, &dialect.name, equivalent::FILE).map_err(|e| (vec![e.to_string()], false))?;
     let equivalent = match equivalent::check(
         &file,
         &dialect.name,
@@ -187,7 +333,12 @@ fn plan(inputs: &Inputs, dialect: Dialect, listing: bool) -> Result<Plan, Vec<St
             errors.iter().for_each(|e| eprintln!("warning: {e}"));
             Default::default()
         }
-        Err(errors) => return Err(errors.iter().map(EquivalentError::to_string).collect()),
+        Err(errors) => {
+            let stale = errors
+                .iter()
+                .any(|e| matches!(e.kind, EquivalentErrorKind::Stale { .. } | EquivalentErrorKind::Unknown(_)));
+            return Err((errors.iter().map(EquivalentError::to_string).collect(), stale));
+        }
     };
     Ok(Plan { dialect, named, not_applicable, generation, equivalent })
 }
