@@ -47,6 +47,8 @@ pub struct CaseRecord {
     pub outcome_hash: Option<String>,
     /// The one-line command that reruns exactly this case.
     pub rerun: Option<String>,
+    /// The scenario's file (`builtin:/…` for the corpus inside reapcheck).
+    pub file: String,
 }
 
 /// The JUnit XML document for `records`. A run `interrupted` by a signal
@@ -108,6 +110,13 @@ pub fn junit(records: &[CaseRecord], interrupted: Option<&str>, code: &[(String,
             // is upgraded; the version it ran on is a property.
             case.set_classname(r.target.clone());
             case.add_property(Property::new("server", r.server.clone()));
+            // Where to look and what to type: the scenario file (line 1:
+            // an outcome belongs to the whole file) and, for a failure, the
+            // command that reruns it.
+            case.add_property(Property::new("file", format!("{}:1", r.file)));
+            if let (Verdict::Fail(_), Some(rerun)) = (&r.verdict, &r.rerun) {
+                case.add_property(Property::new("rerun", rerun.as_str()));
+            }
             case.set_time(r.elapsed);
             suite.add_test_case(case);
         }
@@ -239,6 +248,7 @@ mod tests {
             elapsed: Duration::from_millis(3),
             outcome_hash: None,
             rerun: Some(format!("reapcheck run --db {target} --exact grace/floor")),
+            file: "scenarios/grace/floor.yaml".into(),
         }
     }
 
@@ -255,6 +265,12 @@ mod tests {
         assert!(xml.contains("<failure message=\"postgres disagrees with the model\""), "{xml}");
         assert!(xml.contains("classname=\"sqlite\""), "{xml}");
         assert!(xml.contains("<property name=\"server\" value=\"sqlite 1.0\"/>"), "{xml}");
+        assert!(xml.contains("<property name=\"file\" value=\"scenarios/grace/floor.yaml:1\"/>"), "{xml}");
+        assert!(
+            xml.contains("<property name=\"rerun\" value=\"reapcheck run --db postgres --exact grace/floor\"/>"),
+            "{xml}"
+        );
+        assert_eq!(xml.matches("<property name=\"rerun\"").count(), 1, "only the failure has one: {xml}");
         assert!(!xml.contains("[sqlite 1.0]"), "the server version is no part of a test's identity: {xml}");
         assert_eq!(
             summary(&records, None),

@@ -772,6 +772,7 @@ fn record(
         elapsed: started.elapsed(),
         outcome_hash,
         rerun: Some(rerun_command(target, s, args)),
+        file: s.path.display().to_string(),
     }
 }
 

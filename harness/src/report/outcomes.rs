@@ -361,6 +361,7 @@ mod tests {
 
     fn record(target: &str, verdict: Verdict) -> CaseRecord {
         CaseRecord {
+            file: "scenarios/grace/floor.yaml".into(),
             scenario: "grace/floor".into(),
             target: target.into(),
             server: format!("{target} 1.0"),
