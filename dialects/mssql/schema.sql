@@ -38,10 +38,14 @@
 -- value (id, claim token, lease name and owner) also compares DATALENGTH,
 -- and the queue filter is a delimited CHARINDEX (',mail ,' is not inside
 -- ',mail,'), never IN; dialect/padding.rs fails a statement that compares a
--- key without its guard. Two limits remain: a PRIMARY KEY pads too, so ids
--- 'a' and 'a ' cannot both be inserted (no scenario has such a pair), and
--- BIN2 orders UTF-16 code units, so a character above U+FFFF sorts before
--- U+E000..U+FFFF, unlike UTF-8 bytes.
+-- key without its guard. A PRIMARY KEY on the nvarchar would pad too, so ids
+-- 'a' and 'a ' could not both be inserted (fencing/ids-differ-by-trailing-
+-- space has such pairs): the key of `jobs` and `job_leases` is the text's
+-- bytes instead, a persisted CAST to varbinary, which SQL Server compares
+-- byte by byte but for trailing 0x00 bytes (a space is 0x2000 in UTF-16,
+-- so 'a' and 'a ' differ; only texts ending in U+0000 could meet, and no
+-- scenario has one). One limit remains: BIN2 orders UTF-16 code units, so a
+-- character above U+FFFF sorts before U+E000..U+FFFF, unlike UTF-8 bytes.
 --
 -- Integers are bigint, so every integer read back is the i64 the driver
 -- bound, and none overflows where the model's i64 would not.
@@ -79,7 +83,8 @@ DELETE FROM job_leases
 
 -- name: schema
 CREATE TABLE jobs (
-    id            nvarchar(200) COLLATE Latin1_General_BIN2 NOT NULL PRIMARY KEY,
+    id            nvarchar(200) COLLATE Latin1_General_BIN2 NOT NULL,
+    id_key        AS CAST(id AS varbinary(400)) PERSISTED NOT NULL PRIMARY KEY,
     class         nvarchar(200) COLLATE Latin1_General_BIN2 NOT NULL,
     queue         nvarchar(200) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'default',
     status        nvarchar(20)  COLLATE Latin1_General_BIN2 NOT NULL,
@@ -96,7 +101,8 @@ CREATE TABLE jobs (
 );
 CREATE INDEX jobs_reap ON jobs (status, queue);
 CREATE TABLE job_leases (
-    name       nvarchar(200) COLLATE Latin1_General_BIN2 NOT NULL PRIMARY KEY,
+    name       nvarchar(200) COLLATE Latin1_General_BIN2 NOT NULL,
+    name_key   AS CAST(name AS varbinary(400)) PERSISTED NOT NULL PRIMARY KEY,
     owner      nvarchar(200) COLLATE Latin1_General_BIN2 NOT NULL,
     expires_at datetime2(6)  NOT NULL
 )
@@ -104,7 +110,8 @@ CREATE TABLE job_leases (
 -- name: legacy_schema
 -- The table of a database that refused `ALTER TABLE jobs ADD heartbeat_at`.
 CREATE TABLE jobs (
-    id            nvarchar(200) COLLATE Latin1_General_BIN2 NOT NULL PRIMARY KEY,
+    id            nvarchar(200) COLLATE Latin1_General_BIN2 NOT NULL,
+    id_key        AS CAST(id AS varbinary(400)) PERSISTED NOT NULL PRIMARY KEY,
     class         nvarchar(200) COLLATE Latin1_General_BIN2 NOT NULL,
     queue         nvarchar(200) COLLATE Latin1_General_BIN2 NOT NULL DEFAULT N'default',
     status        nvarchar(20)  COLLATE Latin1_General_BIN2 NOT NULL,
@@ -120,7 +127,8 @@ CREATE TABLE jobs (
 );
 CREATE INDEX jobs_reap ON jobs (status, queue);
 CREATE TABLE job_leases (
-    name       nvarchar(200) COLLATE Latin1_General_BIN2 NOT NULL PRIMARY KEY,
+    name       nvarchar(200) COLLATE Latin1_General_BIN2 NOT NULL,
+    name_key   AS CAST(name AS varbinary(400)) PERSISTED NOT NULL PRIMARY KEY,
     owner      nvarchar(200) COLLATE Latin1_General_BIN2 NOT NULL,
     expires_at datetime2(6)  NOT NULL
 )
