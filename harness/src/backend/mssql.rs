@@ -244,9 +244,8 @@ impl MssqlConn {
     /// a session) runs it again after a short wait, a bounded number of times.
     async fn batch(&mut self, sql: &str) -> Result<Vec<Vec<Row>>, BackendError> {
         let client = &mut self.client;
-        retry::retrying(retry::mssql_transient, async || client.simple_query(sql).await?.into_results().await)
-            .await
-            .map_err(error)
+        let transient = |e: &tiberius::error::Error| retry::may_retry(sql) && retry::mssql_transient(e);
+        retry::retrying(transient, async || client.simple_query(sql).await?.into_results().await).await.map_err(error)
     }
 
     /// Runs one command; returns the rows it changed (retried as

@@ -351,11 +351,12 @@ impl PgConn {
 
     /// Runs one command; returns the rows it changed. A serialization
     /// failure (40001) runs it again, a bounded number of times
-    /// ([`retry`]).
+    /// ([`retry`]), unless the command is a COMMIT ([`retry::may_retry`]).
     pub async fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, BackendError> {
         let args = self.arguments(params)?;
         let conn = &mut self.conn;
-        let done = retry::retrying(retry::pg_transient, async || {
+        let transient = |e: &sqlx::Error| retry::may_retry(sql) && retry::pg_transient(e);
+        let done = retry::retrying(transient, async || {
             sqlx::query_with(sqlx::AssertSqlSafe(sql), args.clone()).execute(&mut **conn).await
         })
         .await?;

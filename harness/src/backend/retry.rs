@@ -20,12 +20,12 @@
 //!   fails with that error instead of going on with rows missing. A 40001
 //!   on the COMMIT itself has ended the transaction; the rerun COMMIT gets
 //!   25P01 (no transaction in progress) from CockroachDB, an error again,
-//!   but only a WARNING from PostgreSQL, where it succeeds: a serialization
-//!   failure at the setup's COMMIT would pass with the setup rows lost, and
-//!   the steps would run against a partial setup (this is not safe). reapcheck
-//!   sets no isolation level, so PostgreSQL, at its default READ COMMITTED,
-//!   never raises 40001 there, unless the server's
-//!   `default_transaction_isolation` is raised.
+//!   but only a WARNING from PostgreSQL, where it would succeed and the
+//!   setup pass with its rows lost. So a COMMIT is never retried
+//!   ([`may_retry`]): its 40001 fails the setup. (reapcheck sets no
+//!   isolation level, so PostgreSQL, at its default READ COMMITTED, raises
+//!   40001 there only when the server's `default_transaction_isolation` is
+//!   raised.)
 //! - SQL Server: error 1807 (`CREATE DATABASE` could not obtain an exclusive
 //!   lock on database 'model', while another `CREATE DATABASE` copies it),
 //!   3702 (`DROP DATABASE` while a session is still inside) and 5061
@@ -72,6 +72,15 @@ pub fn mssql_transient_number(code: u32) -> bool {
     MSSQL_TRANSIENT.contains(&code)
 }
 
+/// Whether the command `sql` may be run again after a transient failure:
+/// every command but a COMMIT, whose failure has ended its transaction, so
+/// that a second COMMIT would commit nothing (PostgreSQL only warns) and
+/// hide the rows the first one lost.
+pub fn may_retry(sql: &str) -> bool {
+    let words: Vec<String> = sql.split_whitespace().map(|w| w.trim_end_matches(';').to_ascii_uppercase()).collect();
+    !matches!(words.first().map(String::as_str), Some("COMMIT" | "END"))
+}
+
 /// Runs `op` until it succeeds, fails with an error `transient` does not
 /// accept, or has run [`ATTEMPTS`] times; returns its last result.
 pub async fn retrying<T, E>(transient: impl Fn(&E) -> bool, mut op: impl AsyncFnMut() -> Result<T, E>) -> Result<T, E> {
@@ -90,6 +99,16 @@ pub async fn retrying<T, E>(transient: impl Fn(&E) -> bool, mut op: impl AsyncFn
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_commit_is_never_run_twice() {
+        for commit in ["COMMIT", "commit", "  COMMIT TRANSACTION ", "END", "COMMIT;"] {
+            assert!(!may_retry(commit), "{commit}");
+        }
+        for other in ["BEGIN", "INSERT INTO jobs (id) VALUES ($1)", "UPDATE jobs SET x = 1", "CREATE DATABASE rc_x"] {
+            assert!(may_retry(other), "{other}");
+        }
+    }
 
     #[test]
     fn waits_double_from_10_ms_and_total_150_ms() {
