@@ -1,12 +1,16 @@
 //! The GitHub workflows: this project's matrix (`.github/workflows/`, with
-//! its composite action `.github/actions/leg`) and the users' template
-//! `ci/github-actions.yml` (what `reapcheck init` writes). Neither runs on
+//! its composite action `.github/actions/leg`), its release
+//! (`.github/workflows/release.yml`) and the users' template
+//! `ci/github-actions.yml` (what `reapcheck init` writes). None runs on
 //! this machine, so what would break their first real run is checked here,
-//! by reading them: SQL Server URLs that trust the container's self-signed
-//! certificate, equivalence declarations that resolve on every dialect a
-//! workflow mutates, SQL Server 2019 on an Ubuntu 22.04 host, uploads that a
-//! re-run can repeat, step summaries, the merged matrix kept, and a template
-//! that installs without repository variables (a fork's pull request).
+//! by reading them and running their scripts with stand-in commands: SQL
+//! Server URLs that trust the container's self-signed certificate,
+//! equivalence declarations that resolve on every dialect a workflow
+//! mutates, SQL Server 2019 on an Ubuntu 22.04 host, uploads that a re-run
+//! can repeat, step summaries, the merged matrix kept, a template that
+//! installs without repository variables (a fork's pull request), the
+//! release's targets, permissions, archives and checksums, cargo binstall's
+//! names for them, and the template's verified download of them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -378,7 +382,7 @@ fn sql_server_2019_runs_on_ubuntu_22_04() {
 #[test]
 fn every_upload_can_be_repeated_by_a_re_run() {
     let mut uploads = 0;
-    for file in [MATRIX, TEMPLATE] {
+    for file in [MATRIX, TEMPLATE, RELEASE] {
         let workflow = yaml(&root().join(file));
         for (name, job) in jobs(&workflow) {
             for step in job["steps"].as_array().unwrap() {
@@ -389,7 +393,7 @@ fn every_upload_can_be_repeated_by_a_re_run() {
             }
         }
     }
-    assert!(uploads >= 6, "the template uploads the binary, four reports and the matrix; found {uploads}");
+    assert!(uploads >= 7, "template: binary, four reports, matrix; release: archives; found {uploads}");
     // The composite action every leg of the matrix runs uploads its reports.
     let action = yaml(&root().join(".github/actions/leg/action.yml"));
     let steps = action.pointer("/runs/steps").and_then(Value::as_array).expect("a composite action's steps");
@@ -491,20 +495,39 @@ fn a_variable_default_is_read_as_the_runner_would() {
     assert_eq!(without_variables("${{ vars.REAPCHECK_GIT }}"), None);
 }
 
-/// What the install job's script did: its exit code, its output, and the
-/// arguments it gave `cargo` (none when it did not call it).
+/// What the install job's script did: its exit code, its output, the
+/// arguments it gave `cargo` (none when it did not call it), the URLs it
+/// gave `curl`, and what `reapcheck --version` says of the binary left in
+/// `~/.cargo/bin` (none when there is none).
 struct Install {
     code: Option<i32>,
     out: String,
     cargo: Option<String>,
+    curl: Vec<String>,
+    installed: Option<String>,
 }
 
 /// Runs the template's install step, as the runner would without
 /// repository variables, with `git` and `rev` as the workflow's env gives
 /// them, the cache's `cache-hit` output, and a binary restored by the
-/// cache's restore-keys or not. `cargo` is a stand-in that records its
+/// cache's restore-keys or not, on a Linux x64 runner where no release
+/// archive exists. `cargo` and `curl` are stand-ins that record their
 /// arguments.
 fn install(git: &str, rev: &str, cache_hit: &str, restored: bool) -> Install {
+    install_on(git, rev, cache_hit, restored, ("Linux", "X64"), None)
+}
+
+/// [`install`] on a runner of `platform` (`RUNNER_OS`, `RUNNER_ARCH`), with
+/// the stand-in `curl` serving the files of `served` by their name (any
+/// URL whose last segment names one; a 404 otherwise, as `curl -f` fails).
+fn install_on(
+    git: &str,
+    rev: &str,
+    cache_hit: &str,
+    restored: bool,
+    platform: (&str, &str),
+    served: Option<&Path>,
+) -> Install {
     let workflow = yaml(&root().join(TEMPLATE));
     let steps = workflow["jobs"]["install"]["steps"].as_array().expect("an install job");
     let step = steps.iter().find(|s| run_of(s).contains("cargo install")).expect("an install step");
@@ -520,12 +543,8 @@ fn install(git: &str, rev: &str, cache_hit: &str, restored: bool) -> Install {
             env.insert(k.clone(), value);
         }
     }
-    let dir = std::env::temp_dir().join(format!(
-        "reapcheck-workflows-install-{}-{restored}-{cache_hit}-{}",
-        std::process::id(),
-        git.len()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
+    let scratch = Scratch::new("install");
+    let dir = &scratch.0;
     let home = dir.join("home");
     let fake = dir.join("fake");
     std::fs::create_dir_all(home.join(".cargo/bin")).unwrap();
@@ -533,26 +552,83 @@ fn install(git: &str, rev: &str, cache_hit: &str, restored: bool) -> Install {
     let record = dir.join("cargo-args");
     let cargo = format!("#!/bin/sh\necho \"$@\" > '{}'\n", record.display());
     write_executable(&fake.join("cargo"), &cargo);
+    let urls = dir.join("curl-urls");
+    let empty = dir.join("nothing-served");
+    std::fs::create_dir_all(&empty).unwrap();
+    write_executable(&fake.join("curl"), &fake_curl(served.unwrap_or(&empty), &urls));
+    let bin = home.join(".cargo/bin/reapcheck");
     if restored {
-        write_executable(&home.join(".cargo/bin/reapcheck"), "#!/bin/sh\necho 'reapcheck 0.0.1'\n");
+        write_executable(&bin, "#!/bin/sh\necho 'reapcheck 0.0.1'\n");
     }
     let o = Command::new("bash")
         .args(["--noprofile", "--norc", "-e", "-o", "pipefail", "-c", run_of(step)])
+        .current_dir(dir)
         .env_clear()
         .env("PATH", format!("{}:/usr/bin:/bin", fake.display()))
         .env("HOME", &home)
+        .env("RUNNER_OS", platform.0)
+        .env("RUNNER_ARCH", platform.1)
         .env("REAPCHECK_GIT", git)
         .env("REAPCHECK_REF", rev)
         .envs(&env)
         .output()
         .unwrap();
-    let result = Install {
+    let installed = bin.exists().then(|| {
+        let o = Command::new(&bin).arg("--version").output().unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_owned()
+    });
+    Install {
         code: o.status.code(),
         out: format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)),
         cargo: std::fs::read_to_string(&record).ok().map(|s| s.trim().to_owned()),
-    };
-    let _ = std::fs::remove_dir_all(&dir);
-    result
+        curl: std::fs::read_to_string(&urls).map(|s| s.lines().map(str::to_owned).collect()).unwrap_or_default(),
+        installed,
+    }
+}
+
+/// A stand-in `curl` (`curl [flags] -o FILE URL`): writes the file of
+/// `served` named by the URL's last segment to FILE, else fails as
+/// `curl -f` does on a 404; records each URL in `record`.
+fn fake_curl(served: &Path, record: &Path) -> String {
+    format!(
+        r#"#!/bin/sh
+out=; url=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -o) out=$2; shift ;;
+    -*) ;;
+    *) url=$1 ;;
+  esac
+  shift
+done
+echo "$url" >> '{record}'
+file='{served}'/"${{url##*/}}"
+if [ -f "$file" ]; then cp "$file" "$out"; else echo "curl: (22) The requested URL returned error: 404" >&2; exit 22; fi
+"#,
+        record = record.display(),
+        served = served.display()
+    )
+}
+
+/// A fresh folder under the system's temporary one, removed when dropped
+/// (a counter keeps tests that run at once apart).
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(what: &str) -> Scratch {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("reapcheck-workflows-{what}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 fn write_executable(path: &Path, text: &str) {
@@ -618,4 +694,457 @@ fn the_template_installs_without_repository_variables() {
     // An exact cache hit installs nothing.
     let hit = install("https://example.invalid/reapcheck.git", "v9.9.9", "true", true);
     assert_eq!((hit.code, hit.cargo), (Some(0), None), "{}", hit.out);
+}
+
+// ---------------------------------------------------------------------------
+// The release: prebuilt archives, their checksums, binstall, the template's
+// download
+
+/// The release workflow, relative to the root.
+const RELEASE: &str = ".github/workflows/release.yml";
+
+/// The targets the release promises a prebuilt binary for (the issue that
+/// asked for it: Linux x86_64 and aarch64 with glibc, macOS on both).
+const PROMISED: [&str; 4] =
+    ["x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu", "aarch64-apple-darwin", "x86_64-apple-darwin"];
+
+/// The job of `workflow` with a step whose `run` contains `command`, and
+/// its name.
+fn job_running<'a>(workflow: &'a Value, command: &str) -> (&'a String, &'a Value) {
+    jobs(workflow)
+        .into_iter()
+        .find(|(_, job)| job["steps"].as_array().is_some_and(|s| s.iter().any(|s| run_of(s).contains(command))))
+        .unwrap_or_else(|| panic!("no job runs `{command}`"))
+}
+
+/// The first step in `steps` whose `run` contains `command`, and its index.
+fn step_running<'a>(steps: &'a [Value], command: &str) -> (usize, &'a Value) {
+    steps.iter().enumerate().find(|(_, s)| run_of(s).contains(command)).unwrap_or_else(|| panic!("no `{command}` step"))
+}
+
+/// Runs a step's `run` script as the runner's bash does (`-e -o pipefail`)
+/// in `cwd`, with its `env:` (an expression such as `${{ github.token }}`
+/// becomes a stand-in value), then `env`, and a PATH of `fake` (stand-in
+/// commands) before the system's. Its exit code and output.
+fn run_step(step: &Value, cwd: &Path, fake: &Path, env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let mut command = Command::new("bash");
+    command
+        .args(["--noprofile", "--norc", "-e", "-o", "pipefail", "-c", run_of(step)])
+        .current_dir(cwd)
+        .env_clear()
+        .env("PATH", format!("{}:/usr/bin:/bin", fake.display()));
+    if let Some(e) = step.get("env").and_then(Value::as_object) {
+        for (k, v) in e {
+            let v = scalar(v).unwrap();
+            command.env(k, if v.contains("${{") { "stand-in" } else { v.as_str() });
+        }
+    }
+    let o = command.envs(env.iter().copied()).output().unwrap();
+    (o.status.code(), format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)))
+}
+
+/// The files of `dir` whose name matches `pattern` (`*` once, as in
+/// `reapcheck-*.tar.gz`), sorted.
+fn matching(dir: &Path, pattern: &str) -> Vec<PathBuf> {
+    let (head, tail) = pattern.split_once('*').unwrap_or((pattern, ""));
+    let mut out: Vec<PathBuf> =
+        std::fs::read_dir(dir).map(|entries| entries.map(|e| e.unwrap().path()).collect()).unwrap_or_default();
+    out.retain(|p| {
+        let name = p.file_name().unwrap().to_string_lossy();
+        name.len() >= head.len() + tail.len() && name.starts_with(head) && name.ends_with(tail)
+    });
+    out.sort();
+    out
+}
+
+fn sha256_hex(path: &Path) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(std::fs::read(path).unwrap());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The paths inside a `.tar.gz`.
+fn tar_listing(archive: &Path) -> Vec<String> {
+    let o = Command::new("tar").arg("-tzf").arg(archive).output().unwrap();
+    assert!(o.status.success(), "{}: not a gzip tar: {}", archive.display(), String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).lines().map(|l| l.trim_end_matches('/').to_owned()).collect()
+}
+
+/// The release's files for `tag`, made as its workflow makes them: each
+/// build combination's package step run on a stand-in binary at cargo's
+/// `target/<target>/release/reapcheck` (a script printing `reapcheck <tag>
+/// prebuilt for <target>`, or `binary`), its upload gathered as the
+/// publish job's download step does, then the publish step run with a
+/// stand-in `gh` that finds the release (a re-run) or not.
+struct Release {
+    _scratch: Scratch,
+    /// The folder the publish step publishes from.
+    published: PathBuf,
+    /// Each build's target and the archive its upload step took.
+    archives: Vec<(String, PathBuf)>,
+    /// The arguments of each `gh` call.
+    gh: Vec<String>,
+    code: Option<i32>,
+    out: String,
+}
+
+fn released(tag: &str, binary: Option<&str>, release_exists: bool) -> Release {
+    let workflow = yaml(&root().join(RELEASE));
+    let scratch = Scratch::new("release");
+    let (build_name, build) = job_running(&workflow, "cargo build");
+    let (publish_name, publish) = job_running(&workflow, "gh release");
+    let publish_steps = publish["steps"].as_array().unwrap();
+    let (gh_at, gh_step) = step_running(publish_steps, "gh release");
+    let download = publish_steps[..gh_at]
+        .iter()
+        .find(|s| uses_of(s).starts_with("actions/download-artifact@"))
+        .unwrap_or_else(|| panic!("{RELEASE}: job {publish_name} downloads no artifact before publishing"));
+    let wanted = download.pointer("/with/pattern").and_then(Value::as_str).expect("the download's pattern");
+    assert_eq!(
+        download.pointer("/with/merge-multiple"),
+        Some(&Value::Bool(true)),
+        "{RELEASE}: the archives of every build go into one folder"
+    );
+    let publish_dir = scratch.0.join("publish");
+    let published = publish_dir.join(download.pointer("/with/path").and_then(Value::as_str).expect("its path"));
+    std::fs::create_dir_all(&published).unwrap();
+    let fake = scratch.0.join("fake");
+    std::fs::create_dir_all(&fake).unwrap();
+
+    let mut archives = Vec::new();
+    for matrix in combinations(build) {
+        let target = matrix.get("matrix.target").unwrap_or_else(|| panic!("job {build_name}: matrix.target"));
+        let steps = expanded_steps(build, &matrix);
+        let (at, package) = step_running(&steps, "tar ");
+        let upload = steps[at + 1..]
+            .iter()
+            .find(|s| uses_of(s).starts_with("actions/upload-artifact@"))
+            .unwrap_or_else(|| panic!("{RELEASE}: job {build_name} ({target}) uploads nothing after packaging"));
+        let name = upload.pointer("/with/name").and_then(Value::as_str).unwrap();
+        assert!(
+            !matching_name(name, wanted).is_empty(),
+            "{RELEASE}: the upload `{name}` is not downloaded by `{wanted}`"
+        );
+        let path = upload.pointer("/with/path").and_then(Value::as_str).unwrap();
+        let (folder, pattern) = path.rsplit_once('/').unwrap_or((".", path));
+        let workspace = scratch.0.join(format!("build-{target}"));
+        let built = workspace.join("target").join(target).join("release");
+        std::fs::create_dir_all(&built).unwrap();
+        let stand_in =
+            binary.map(str::to_owned).unwrap_or(format!("#!/bin/sh\necho 'reapcheck {tag} prebuilt for {target}'\n"));
+        write_executable(&built.join("reapcheck"), &stand_in);
+        let (code, out) = run_step(package, &workspace, &fake, &[("GITHUB_REF_NAME", tag)]);
+        assert_eq!(code, Some(0), "{RELEASE}: the package step for {target}: {out}");
+        let uploaded = matching(&workspace.join(folder), pattern);
+        assert_eq!(uploaded.len(), 1, "{RELEASE}: {target} uploads one archive, not {uploaded:?} ({out})");
+        let archive = published.join(uploaded[0].file_name().unwrap());
+        std::fs::copy(&uploaded[0], &archive).unwrap();
+        archives.push((target.clone(), archive));
+    }
+
+    let record = scratch.0.join("gh-args");
+    let view = if release_exists { 0 } else { 1 };
+    write_executable(
+        &fake.join("gh"),
+        &format!(
+            "#!/bin/sh\necho \"$@\" >> '{}'\nif [ \"$1 $2\" = 'release view' ]; then exit {view}; fi\n",
+            record.display()
+        ),
+    );
+    let (code, out) =
+        run_step(gh_step, &publish_dir, &fake, &[("GITHUB_REF_NAME", tag), ("GITHUB_REPOSITORY", "example/reapcheck")]);
+    let gh = std::fs::read_to_string(&record).map(|s| s.lines().map(str::to_owned).collect()).unwrap_or_default();
+    Release { _scratch: scratch, published, archives, gh, code, out }
+}
+
+/// `name` if it matches the artifact `pattern` (a `*` once), else empty.
+fn matching_name<'a>(name: &'a str, pattern: &str) -> &'a str {
+    let (head, tail) = pattern.split_once('*').unwrap_or((pattern, ""));
+    if name.len() >= head.len() + tail.len() && name.starts_with(head) && name.ends_with(tail) { name } else { "" }
+}
+
+/// Every promised target is built, in release mode and for that target,
+/// from a git checkout (build.rs runs `git rev-parse`, and the crate embeds
+/// ../dialects and ../scenarios), with the target's standard library
+/// installed, on a runner of its operating system; the Linux binaries on
+/// Ubuntu 22.04, so that they also run on the 22.04 hosts of SQL Server
+/// 2019 legs (a binary linked on 24.04 needs glibc 2.39); and the publish
+/// job waits for every build.
+#[test]
+fn the_release_builds_every_promised_target() {
+    let workflow = yaml(&root().join(RELEASE));
+    let tags = workflow.pointer("/on/push/tags").and_then(Value::as_array).expect("on: push: tags:");
+    assert_eq!(tags, &vec![Value::String("v*".to_owned())], "{RELEASE}: runs on a pushed tag v*");
+    let (build_name, build) = job_running(&workflow, "cargo build");
+    let mut built = BTreeSet::new();
+    for matrix in combinations(build) {
+        let target = matrix["matrix.target"].clone();
+        assert!(built.insert(target.clone()), "{RELEASE}: {target} is built twice");
+        let runner = substitute(&scalar(&build["runs-on"]).unwrap(), &matrix);
+        if target.ends_with("-linux-gnu") {
+            assert!(runner.starts_with("ubuntu-22.04"), "{RELEASE}: {target} on {runner}, not an Ubuntu 22.04 host");
+        } else if target.ends_with("-apple-darwin") {
+            assert!(runner.starts_with("macos-"), "{RELEASE}: {target} on {runner}, not a macOS host");
+        }
+        if target.starts_with("aarch64-") && target.ends_with("-linux-gnu") {
+            // Built natively (no cross C toolchain for aws-lc-sys and SQLite).
+            assert!(runner.ends_with("-arm"), "{RELEASE}: {target} on {runner}, not GitHub's arm64 runner");
+        }
+        let steps = expanded_steps(build, &matrix);
+        let (at, cargo) = step_running(&steps, "cargo build");
+        let mut command = run_of(cargo).to_owned();
+        if let Some(env) = cargo.get("env").and_then(Value::as_object) {
+            for (k, v) in env {
+                let v = scalar(v).unwrap();
+                command = command.replace(&format!("\"${k}\""), &v).replace(&format!("${k}"), &v);
+            }
+        }
+        for needed in ["--release", "--locked", &format!("--target {target}"), "--bin reapcheck"] {
+            assert!(command.contains(needed), "{RELEASE}: {target}: `{command}` lacks {needed}");
+        }
+        let checkout = steps[..at].iter().position(|s| uses_of(s).starts_with("actions/checkout@"));
+        assert!(checkout.is_some(), "{RELEASE}: {target}: no git checkout before the build");
+        let toolchain = steps[..at]
+            .iter()
+            .find(|s| uses_of(s).starts_with("dtolnay/rust-toolchain@"))
+            .unwrap_or_else(|| panic!("{RELEASE}: {target}: no Rust toolchain step"));
+        let std_for = toolchain.pointer("/with/targets").and_then(Value::as_str).unwrap_or("");
+        assert!(std_for.split(',').any(|t| t.trim() == target), "{RELEASE}: {target}: its std is not installed");
+    }
+    let promised: BTreeSet<String> = PROMISED.iter().map(|t| t.to_string()).collect();
+    assert_eq!(built, promised, "{RELEASE}: the targets built");
+    let (publish_name, publish) = job_running(&workflow, "gh release");
+    let needs: Vec<String> = match &publish["needs"] {
+        Value::Array(a) => a.iter().filter_map(scalar).collect(),
+        other => scalar(other).into_iter().collect(),
+    };
+    assert!(needs.contains(build_name), "{RELEASE}: job {publish_name} does not wait for {build_name}: {needs:?}");
+}
+
+/// Each archive is reapcheck-<tag>-<target>.tar.gz holding
+/// reapcheck-<tag>-<target>/reapcheck, the built binary; the publish step
+/// writes <archive>.sha256 next to each (sha256sum's line, so `sha256sum
+/// -c` checks it) and gives every archive and every checksum to the
+/// release, created, or on a re-run updated (`--clobber`).
+#[test]
+fn the_release_publishes_each_archive_with_its_sha256() {
+    for exists in [false, true] {
+        let release = released("v9.9.9", None, exists);
+        assert_eq!(release.code, Some(0), "{RELEASE}: the publish step: {}", release.out);
+        let built: BTreeSet<&str> = release.archives.iter().map(|(t, _)| t.as_str()).collect();
+        assert_eq!(built, PROMISED.iter().copied().collect(), "an archive per promised target");
+        let mut expected = BTreeSet::new();
+        for (target, archive) in &release.archives {
+            let name = format!("reapcheck-v9.9.9-{target}");
+            assert_eq!(archive.file_name().unwrap().to_string_lossy(), format!("{name}.tar.gz"));
+            assert!(tar_listing(archive).contains(&format!("{name}/reapcheck")), "{}", archive.display());
+            let checksum = release.published.join(format!("{name}.tar.gz.sha256"));
+            let line = std::fs::read_to_string(&checksum)
+                .unwrap_or_else(|_| panic!("{RELEASE}: no {name}.tar.gz.sha256 next to the archive"));
+            assert_eq!(line, format!("{}  {name}.tar.gz\n", sha256_hex(archive)), "{}", checksum.display());
+            expected.insert(format!("{name}.tar.gz"));
+            expected.insert(format!("{name}.tar.gz.sha256"));
+        }
+        let (verb, flag) = if exists { ("release upload", "--clobber") } else { ("release create", "--verify-tag") };
+        let call = release
+            .gh
+            .iter()
+            .find(|c| c.starts_with(verb))
+            .unwrap_or_else(|| panic!("{RELEASE}: no `gh {verb}` (release exists: {exists}): {:?}", release.gh));
+        assert!(call.contains("v9.9.9") && call.contains(flag), "{call}");
+        let given: BTreeSet<String> = call
+            .split_whitespace()
+            .filter(|w| w.ends_with(".tar.gz") || w.ends_with(".sha256"))
+            .map(|w| w.trim_start_matches("./").to_owned())
+            .collect();
+        assert_eq!(given, expected, "{RELEASE}: the files given to `gh {verb}`");
+    }
+}
+
+/// The token can write only where it must: the workflow's default is
+/// read-only, only the publishing job has `contents: write` (and nothing
+/// more), and that job checks out and builds nothing, so no build script
+/// or dependency runs with a token that can write the repository.
+#[test]
+fn the_release_has_least_privilege_permissions() {
+    let workflow = yaml(&root().join(RELEASE));
+    let read_only = |p: &Value| match p {
+        Value::Object(m) => m.values().all(|v| matches!(v.as_str(), Some("read" | "none"))),
+        Value::String(s) => s == "read-all",
+        _ => false,
+    };
+    let top = workflow.get("permissions").unwrap_or_else(|| panic!("{RELEASE}: no top-level permissions"));
+    assert!(read_only(top), "{RELEASE}: top-level permissions {top} are not read-only");
+    let (publish_name, _) = job_running(&workflow, "gh release");
+    for (name, job) in jobs(&workflow) {
+        let permissions = job.get("permissions");
+        if name == publish_name {
+            let expected: Value = serde_json::json!({ "contents": "write" });
+            assert_eq!(permissions, Some(&expected), "{RELEASE}: job {name}");
+            for step in job["steps"].as_array().unwrap() {
+                assert!(!uses_of(step).starts_with("actions/checkout@"), "{RELEASE}: job {name} checks out: {step}");
+                assert!(!run_of(step).contains("cargo"), "{RELEASE}: job {name} runs cargo: {step}");
+            }
+        } else {
+            assert!(permissions.is_none_or(read_only), "{RELEASE}: job {name} asks for {permissions:?}");
+            assert!(
+                !job.to_string().contains("github.token") && !job.to_string().contains("secrets."),
+                "{RELEASE}: job {name} uses a token"
+            );
+        }
+    }
+}
+
+/// `{ var }` in a cargo-binstall template replaced by `values` (panics on
+/// a variable it does not know).
+fn binstall_render(template: &str, values: &BTreeMap<&str, String>) -> String {
+    let mut out = String::new();
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let close = rest[open..].find('}').expect("a closed { var }") + open;
+        let var = rest[open + 1..close].trim();
+        out.push_str(values.get(var).unwrap_or_else(|| panic!("binstall variable `{var}` in {template}")));
+        rest = &rest[close + 1..];
+    }
+    out + rest
+}
+
+/// `cargo binstall` finds the archives the release publishes: for each
+/// built target, `pkg-url` rendered with the crate's name and version
+/// names the release of tag v<version> and exactly the archive the release
+/// job made for that tag, `bin-dir` names the binary inside it, `pkg-fmt`
+/// is a gzip tar; and the release refuses a tag other than v<version>
+/// (binstall would never find its archives).
+#[test]
+fn binstall_metadata_names_the_archives_the_release_publishes() {
+    let manifest_path = root().join("harness/Cargo.toml");
+    let manifest: Value = toml::from_str(&std::fs::read_to_string(&manifest_path).unwrap()).unwrap();
+    let package = &manifest["package"];
+    let meta = package.pointer("/metadata/binstall").expect("[package.metadata.binstall] in harness/Cargo.toml");
+    let version = package["version"].as_str().expect("a literal version").to_owned();
+    let bins: Vec<&str> = manifest["bin"].as_array().unwrap().iter().filter_map(|b| b["name"].as_str()).collect();
+    assert_eq!(bins, ["reapcheck"]);
+    assert_eq!(meta["pkg-fmt"].as_str(), Some("tgz"), "the archives are .tar.gz");
+    let repo = "https://github.com/example/reapcheck".to_owned();
+    let tag = format!("v{version}");
+    let release = released(&tag, None, false);
+    assert_eq!(release.code, Some(0), "{}", release.out);
+    for (target, archive) in &release.archives {
+        let values: BTreeMap<&str, String> = [
+            ("name", package["name"].as_str().unwrap().to_owned()),
+            ("version", version.clone()),
+            ("repo", repo.clone()),
+            ("target", target.clone()),
+            ("bin", bins[0].to_owned()),
+            ("binary-ext", String::new()),
+        ]
+        .into_iter()
+        .collect();
+        let url = binstall_render(meta["pkg-url"].as_str().expect("pkg-url"), &values);
+        let file = archive.file_name().unwrap().to_string_lossy();
+        assert_eq!(url, format!("{repo}/releases/download/{tag}/{file}"), "pkg-url for {target}");
+        let bin_dir = binstall_render(meta["bin-dir"].as_str().expect("bin-dir"), &values);
+        assert!(tar_listing(archive).contains(&bin_dir), "bin-dir {bin_dir} is not in {file}");
+    }
+    // The version job: the tag must be v<version>.
+    let workflow = yaml(&root().join(RELEASE));
+    let (_, job) = job_running(&workflow, "harness/Cargo.toml");
+    let (_, check) = step_running(job["steps"].as_array().unwrap(), "harness/Cargo.toml");
+    let cargo_dir = Path::new(env!("CARGO")).parent().unwrap().to_owned();
+    let ok = run_step(check, &root(), &cargo_dir, &[("GITHUB_REF_NAME", &tag)]);
+    assert_eq!(ok.0, Some(0), "tag {tag}: {}", ok.1);
+    let other = format!("{tag}.1");
+    let bad = run_step(check, &root(), &cargo_dir, &[("GITHUB_REF_NAME", &other)]);
+    assert_eq!(bad.0, Some(1), "tag {other} on version {version}: {}", bad.1);
+    let error = bad.1.lines().find(|l| l.starts_with("::error::")).expect("an ::error:: line");
+    assert!(error.contains(&other) && error.contains(&format!("v{version}")), "{error}");
+}
+
+/// The template installs the release binary of REAPCHECK_REF when the
+/// release has one for the runner's platform, from the GitHub release of
+/// the REAPCHECK_GIT repository, without building; its platforms are
+/// exactly the release's targets (none promised and never downloaded, none
+/// guessed that is never published).
+#[test]
+fn the_template_downloads_the_release_binary_for_its_platform() {
+    let release = released("v9.9.9", None, false);
+    assert_eq!(release.code, Some(0), "{}", release.out);
+    let git = "https://github.com/example/reapcheck.git";
+    let mut installed = BTreeSet::new();
+    for platform in [("Linux", "X64"), ("Linux", "ARM64"), ("macOS", "ARM64"), ("macOS", "X64")] {
+        let got = install_on(git, "v9.9.9", "false", true, platform, Some(&release.published));
+        assert_eq!(got.code, Some(0), "{platform:?}: {}", got.out);
+        assert_eq!(got.cargo, None, "{platform:?}: built although a release exists: {}", got.out);
+        let version = got.installed.unwrap_or_default();
+        let target = version
+            .strip_prefix("reapcheck v9.9.9 prebuilt for ")
+            .unwrap_or_else(|| panic!("{platform:?}: installed `{version}`: {}", got.out))
+            .to_owned();
+        let base = format!("https://github.com/example/reapcheck/releases/download/v9.9.9/reapcheck-v9.9.9-{target}");
+        assert_eq!(got.curl, [format!("{base}.tar.gz"), format!("{base}.tar.gz.sha256")], "{platform:?}");
+        assert!(got.out.contains("verified"), "{platform:?}: the log says the checksum was checked: {}", got.out);
+        assert!(installed.insert(target.clone()), "{platform:?}: {target} again");
+    }
+    let published: BTreeSet<String> = release.archives.iter().map(|(t, _)| t.clone()).collect();
+    assert_eq!(installed, published, "the template's platforms are the release's targets");
+}
+
+/// A downloaded archive that does not match its published sha256 fails the
+/// install step with one `::error::` naming the archive and both hashes,
+/// installs nothing (the binary the cache restored stays) and builds
+/// nothing.
+#[test]
+fn the_template_refuses_a_release_archive_that_fails_its_checksum() {
+    let release = released("v9.9.9", None, false);
+    assert_eq!(release.code, Some(0), "{}", release.out);
+    let archive = release.published.join("reapcheck-v9.9.9-x86_64-unknown-linux-gnu.tar.gz");
+    let mut bytes = std::fs::read(&archive).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&archive, bytes).unwrap();
+    let git = "https://github.com/example/reapcheck";
+    let got = install_on(git, "v9.9.9", "false", true, ("Linux", "X64"), Some(&release.published));
+    assert_eq!(got.code, Some(1), "{}", got.out);
+    let error =
+        got.out.lines().find(|l| l.starts_with("::error::")).unwrap_or_else(|| panic!("no ::error::: {}", got.out));
+    assert!(error.contains("reapcheck-v9.9.9-x86_64-unknown-linux-gnu.tar.gz") && error.contains("sha256"), "{error}");
+    assert!(error.contains(&sha256_hex(&archive)), "the error gives the downloaded archive's hash: {error}");
+    assert_eq!(got.cargo, None, "{}", got.out);
+    assert_eq!(got.installed.as_deref(), Some("reapcheck 0.0.1"), "the restored binary stays: {}", got.out);
+}
+
+/// Without a release archive for the reference (a commit, a tag without a
+/// release, a private repository), on a platform the release has no
+/// binary for, with a git URL that is not https, or with a prebuilt binary
+/// that does not start on the runner, the install says so in a
+/// `::notice::` or `::warning::` line and builds with `cargo install`, as
+/// before.
+#[test]
+fn the_template_builds_with_cargo_when_no_release_binary_fits() {
+    let cargo = "install --locked --force --git {git} --rev v9.9.9 reapcheck";
+    let check = |what: &str, git: &str, got: Install, downloads: bool, level: &str| {
+        assert_eq!(got.code, Some(0), "{what}: {}", got.out);
+        assert_eq!(got.cargo.as_deref(), Some(cargo.replace("{git}", git).as_str()), "{what}: {}", got.out);
+        assert_eq!(!got.curl.is_empty(), downloads, "{what}: curl {:?}", got.curl);
+        let line =
+            got.out.lines().find(|l| l.starts_with(level)).unwrap_or_else(|| panic!("{what}: no {level}: {}", got.out));
+        assert!(line.contains("cargo install"), "{what}: {line}");
+    };
+    let git = "https://github.com/example/reapcheck.git";
+    check("no release", git, install_on(git, "v9.9.9", "false", false, ("Linux", "X64"), None), true, "::notice::");
+    let release = released("v9.9.9", None, false);
+    let windows = install_on(git, "v9.9.9", "", false, ("Windows", "X64"), Some(&release.published));
+    check("Windows", git, windows, false, "::notice::");
+    let ssh = "git@github.com:example/reapcheck.git";
+    check(
+        "ssh",
+        ssh,
+        install_on(ssh, "v9.9.9", "", false, ("Linux", "X64"), Some(&release.published)),
+        false,
+        "::notice::",
+    );
+    let broken = released("v9.9.9", Some("#!/bin/sh\nexit 126\n"), false);
+    let got = install_on(git, "v9.9.9", "false", true, ("Linux", "X64"), Some(&broken.published));
+    check("a binary that does not start", git, got, true, "::warning::");
 }
