@@ -155,11 +155,18 @@ fn an_adapter_that_cannot_start_fails_its_target_unless_skips_are_allowed() {
     assert!(out.contains("FAIL     adapter:gone (named as a target"), "{out}");
     assert!(out.contains("cannot start `./no-such-adapter`"), "{out}");
     assert_eq!(counts(&out, "adapter:gone"), (0, 1, 0), "{out}");
-    let o = reapcheck_in(project.path(), &["run", "--db", "adapter:gone", "--allow-skip", "--exact", name]);
+    // Allowed to skip beside a target that ran: skipped, and the run passes.
+    let o = reapcheck_in(project.path(), &["run", "--db", "sqlite,adapter:gone", "--allow-skip", "--exact", name]);
     let out = stdout(&o);
     assert!(o.status.success(), "{out}");
     assert!(out.contains("skipped: adapter:gone (1 scenarios): "), "{out}");
     assert_eq!(counts(&out, "adapter:gone"), (0, 0, 1), "{out}");
+    // Alone, its skip leaves nothing judged: the run fails all the same.
+    let o = reapcheck_in(project.path(), &["run", "--db", "adapter:gone", "--allow-skip", "--exact", name]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("skipped: adapter:gone (1 scenarios): "), "{out}");
+    assert!(out.contains("every database target was skipped"), "{out}");
 }
 
 /// An adapter in `sh` whose `MODE` (from its `env` in reapcheck.toml)

@@ -22,8 +22,12 @@ fn reapcheck(args: &[&str]) -> Output {
     reapcheck_in(&root(), args)
 }
 
+/// The binary in `dir`; the caller's required targets do not apply (each
+/// test names its one target), its server URLs do.
 fn reapcheck_in(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_reapcheck")).args(args).current_dir(dir).output().expect("reapcheck runs")
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_reapcheck"));
+    cmd.args(args).current_dir(dir).env_remove("REAPCHECK_REQUIRE");
+    cmd.output().expect("reapcheck runs")
 }
 
 fn stdout(o: &Output) -> String {
