@@ -1,6 +1,9 @@
 //! The `reapcheck` binary as a user meets it: exact closing lines, exit
 //! codes, error positions, and broken SQL being caught.
 
+mod common;
+use common::Scratch;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -42,24 +45,6 @@ fn scenario_count() -> usize {
     reapcheck::scenario::discover(&root().join("scenarios")).expect("scenarios load").len()
 }
 
-/// A scratch folder removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("reapcheck-cli-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// A copy of the SQLite dialect with `from` replaced by `to` in `file`.
 fn mutated_sqlite(scratch: &Scratch, file: &str, from: &str, to: &str) -> String {
     let dir = scratch.0.join("dialects/sqlite");
@@ -94,7 +79,7 @@ fn run_checks_every_scenario_on_the_model_and_sqlite() {
 
 #[test]
 fn swapped_coalesce_arguments_fail_named_scenarios() {
-    let scratch = Scratch::new("coalesce");
+    let scratch = Scratch::new("cli", "coalesce");
     let dialects = mutated_sqlite(
         &scratch,
         "reaper.sql",
@@ -114,7 +99,7 @@ fn swapped_coalesce_arguments_fail_named_scenarios() {
 
 #[test]
 fn a_non_strict_staleness_guard_fails_named_scenarios() {
-    let scratch = Scratch::new("lte");
+    let scratch = Scratch::new("cli", "lte");
     let dialects = mutated_sqlite(
         &scratch,
         "reaper.sql",
@@ -129,7 +114,7 @@ fn a_non_strict_staleness_guard_fails_named_scenarios() {
 
 #[test]
 fn an_unknown_key_exits_2_with_file_line_and_column() {
-    let scratch = Scratch::new("unknown-key");
+    let scratch = Scratch::new("cli", "unknown-key");
     std::fs::write(
         scratch.0.join("bad.yaml"),
         "description: x\nclasses:\n  C: { timeout: 30, colour: red }\njobs: []\nsteps: []\n",
@@ -146,7 +131,7 @@ fn an_unknown_key_exits_2_with_file_line_and_column() {
 
 #[test]
 fn every_invalid_file_is_reported_and_nothing_runs() {
-    let scratch = Scratch::new("many-errors");
+    let scratch = Scratch::new("cli", "many-errors");
     let good = std::fs::read_to_string(root().join("scenarios/grace/recent-beat.yaml")).unwrap();
     std::fs::write(scratch.0.join("good.yaml"), good).unwrap();
     std::fs::write(scratch.0.join("a.yaml"), "description: x\nsteps:\n  - claim: nobody\n").unwrap();
@@ -163,7 +148,7 @@ fn every_invalid_file_is_reported_and_nothing_runs() {
 
 #[test]
 fn accept_writes_missing_snapshots_that_the_next_run_uses() {
-    let scratch = Scratch::new("accept");
+    let scratch = Scratch::new("cli", "accept");
     let good = std::fs::read_to_string(root().join("scenarios/grace/never-beat.yaml")).unwrap();
     std::fs::write(scratch.0.join("never-beat.yaml"), good).unwrap();
     let dir = scratch.0.display().to_string();
@@ -186,7 +171,7 @@ fn accept_writes_missing_snapshots_that_the_next_run_uses() {
 
 #[test]
 fn a_snapshot_that_disagrees_fails_the_model() {
-    let scratch = Scratch::new("stale-snapshot");
+    let scratch = Scratch::new("cli", "stale-snapshot");
     let good = std::fs::read_to_string(root().join("scenarios/grace/recent-beat.yaml")).unwrap();
     std::fs::write(scratch.0.join("recent-beat.yaml"), good).unwrap();
     std::fs::create_dir_all(scratch.0.join("snapshots")).unwrap();
@@ -218,7 +203,7 @@ fn check_validates_without_running() {
     let out = stdout(&o);
     assert!(o.status.success(), "{out}{}", stderr(&o));
     assert!(out.starts_with(&format!("{} scenarios and ", scenario_count())), "{out}");
-    let scratch = Scratch::new("check-dialect");
+    let scratch = Scratch::new("cli", "check-dialect");
     let dialects = mutated_sqlite(&scratch, "worker.sql", "-- name: complete", "-- name: completed");
     let o = reapcheck(&["check", "--dialects", &dialects]);
     let err = stderr(&o);
@@ -291,7 +276,7 @@ fn a_required_target_that_is_not_selected_and_all_with_others_are_invalid() {
 
 #[test]
 fn a_missing_or_empty_dialects_folder_is_invalid_input_with_what_to_do() {
-    let scratch = Scratch::new("no-dialects");
+    let scratch = Scratch::new("cli", "no-dialects");
     for args in [["check", "--dialects", "/nonexistent"], ["run", "--dialects", "/nonexistent"]] {
         let o = reapcheck(&args);
         assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
@@ -309,7 +294,7 @@ fn a_missing_or_empty_dialects_folder_is_invalid_input_with_what_to_do() {
 
 #[test]
 fn under_ci_a_missing_snapshot_fails_run() {
-    let scratch = Scratch::new("ci-missing");
+    let scratch = Scratch::new("cli", "ci-missing");
     let scenarios = one_scenario(&scratch, "grace/never-beat");
     std::fs::remove_dir_all(Path::new(&scenarios).join("grace/snapshots")).unwrap();
     let args = ["run", "--coverage-min", "0", "--scenarios", &scenarios];
@@ -325,7 +310,7 @@ fn under_ci_a_missing_snapshot_fails_run() {
 
 #[test]
 fn a_stale_snapshot_shows_its_diff_and_the_command_that_replaces_it_which_works() {
-    let scratch = Scratch::new("force");
+    let scratch = Scratch::new("cli", "force");
     let scenarios = one_scenario(&scratch, "grace/recent-beat");
     let snap = Path::new(&scenarios).join("grace/snapshots/recent-beat.snap");
     let good = std::fs::read_to_string(&snap).unwrap();
@@ -366,7 +351,7 @@ fn from_a_subfolder_the_project_file_runs_the_on_disk_sql_and_corpus() {
     assert!(first.contains(&format!("SQL: sqlite from {dialects}; SQL hashes: sqlite sha256:")), "{first}");
     // A project whose SQL is broken fails without any flag: the binary runs
     // the files the user sees, not the copy built into it.
-    let scratch = Scratch::new("project");
+    let scratch = Scratch::new("cli", "project");
     let dialects = mutated_sqlite(
         &scratch,
         "reaper.sql",
@@ -384,7 +369,7 @@ fn from_a_subfolder_the_project_file_runs_the_on_disk_sql_and_corpus() {
 
 #[test]
 fn without_a_project_file_the_builtin_corpus_and_sql_run_and_the_header_says_so() {
-    let scratch = Scratch::new("bare");
+    let scratch = Scratch::new("cli", "bare");
     let o = reapcheck_in(&scratch.0, &["run", "grace/"], &[]);
     let out = stdout(&o);
     assert!(o.status.success(), "{out}{}", stderr(&o));
@@ -399,7 +384,7 @@ fn without_a_project_file_the_builtin_corpus_and_sql_run_and_the_header_says_so(
 
 #[test]
 fn an_invalid_project_file_names_its_line_column_and_key() {
-    let scratch = Scratch::new("bad-config");
+    let scratch = Scratch::new("cli", "bad-config");
     std::fs::write(scratch.0.join("reapcheck.toml"), "# targets\ntargets = [\"sqlite\", \"oracel\"]\n").unwrap();
     let o = reapcheck_in(&scratch.0, &["run"], &[]);
     assert_eq!(o.status.code(), Some(2));
@@ -473,7 +458,7 @@ fn mutate_runs_a_mutant_only_on_scenarios_that_execute_what_it_changes() {
 
 #[test]
 fn mutate_runs_on_a_port_spelled_differently() {
-    let scratch = Scratch::new("mutant-port");
+    let scratch = Scratch::new("cli", "mutant-port");
     let dialects = mutated_sqlite(
         &scratch,
         "reaper.sql",
@@ -527,7 +512,7 @@ fn mutate_runs_on_a_port_spelled_differently() {
 
 #[test]
 fn mutate_lists_unparsable_statements_and_rejects_a_stale_equivalence() {
-    let scratch = Scratch::new("mutant-unparsable");
+    let scratch = Scratch::new("cli", "mutant-unparsable");
     let dialects = mutated_sqlite(
         &scratch,
         "worker.sql",
@@ -541,7 +526,7 @@ fn mutate_lists_unparsable_statements_and_rejects_a_stale_equivalence() {
     assert!(out.contains("(`heartbeat`): "), "{out}");
     assert!(!out.contains("\theartbeat: "), "{out}");
 
-    let scratch = Scratch::new("mutant-stale");
+    let scratch = Scratch::new("cli", "mutant-stale");
     let dialects = mutated_sqlite(&scratch, "readback.sql", "FROM jobs ORDER BY id", "FROM jobs ORDER BY id ASC");
     let o = reapcheck(&["mutate", "--db", "sqlite", "--dialects", &dialects]);
     let err = stderr(&o);
@@ -558,7 +543,7 @@ fn mutate_lists_unparsable_statements_and_rejects_a_stale_equivalence() {
 
 #[test]
 fn a_scan_row_of_an_undeclared_class_fails_the_run_without_a_panic() {
-    let scratch = Scratch::new("scan-class");
+    let scratch = Scratch::new("cli", "scan-class");
     let dialects = mutated_sqlite(
         &scratch,
         "reaper.sql",
@@ -574,7 +559,7 @@ fn a_scan_row_of_an_undeclared_class_fails_the_run_without_a_panic() {
 
 #[test]
 fn reports_name_servers_and_never_count_a_skip_as_a_pass() {
-    let scratch = Scratch::new("report");
+    let scratch = Scratch::new("cli", "report");
     let dir = scratch.0.join("reports");
     let o =
         reapcheck(&["run", "--db", "sqlite,mssql", "--allow-skip", "--report", &dir.display().to_string(), "grace/"]);
@@ -592,7 +577,7 @@ fn reports_name_servers_and_never_count_a_skip_as_a_pass() {
 
 #[test]
 fn a_declared_divergence_keeps_its_own_snapshot_and_fails_once_it_agrees() {
-    let scratch = Scratch::new("divergence");
+    let scratch = Scratch::new("cli", "divergence");
     let scenarios = scratch.0.join("scenarios");
     std::fs::create_dir_all(&scenarios).unwrap();
     let text = std::fs::read_to_string(root().join("scenarios/grace/never-beat.yaml")).unwrap();
@@ -626,7 +611,7 @@ fn a_declared_divergence_keeps_its_own_snapshot_and_fails_once_it_agrees() {
 
 #[test]
 fn a_declared_divergence_that_reclaims_a_live_job_still_fails_on_the_invariants() {
-    let scratch = Scratch::new("divergence-invariant");
+    let scratch = Scratch::new("cli", "divergence-invariant");
     let scenarios = scratch.0.join("scenarios");
     std::fs::create_dir_all(&scenarios).unwrap();
     let text = std::fs::read_to_string(root().join("scenarios/grace/recent-beat.yaml")).unwrap();
@@ -659,7 +644,7 @@ fn one_scenario(scratch: &Scratch, name: &str) -> String {
 
 #[test]
 fn a_failure_on_a_target_carries_the_sql_trace_up_to_the_step_where_it_parts() {
-    let scratch = Scratch::new("trace");
+    let scratch = Scratch::new("cli", "trace");
     let dialects = mutated_sqlite(
         &scratch,
         "reaper.sql",
@@ -696,7 +681,7 @@ fn run_trace_prints_every_statement_of_a_passing_case() {
 
 #[test]
 fn coverage_fails_a_statement_that_no_scenario_executes() {
-    let scratch = Scratch::new("coverage");
+    let scratch = Scratch::new("cli", "coverage");
     let scenarios = one_scenario(&scratch, "grace/recent-beat");
     let o = reapcheck(&["run", "--scenarios", &scenarios, "--coverage"]);
     let out = stdout(&o);
@@ -736,7 +721,7 @@ fn every_statement_is_executed_by_at_least_two_scenarios_on_sqlite() {
 
 #[test]
 fn explain_by_name_interleaves_the_models_reasoning_with_the_targets_sql() {
-    let scratch = Scratch::new("explain-db");
+    let scratch = Scratch::new("cli", "explain-db");
     let dialects = mutated_sqlite(
         &scratch,
         "reaper.sql",
@@ -787,7 +772,7 @@ fn libc_sigpipe() -> i32 {
 
 #[test]
 fn a_failing_command_inside_a_script_is_named_by_its_own_line() {
-    let scratch = Scratch::new("script-line");
+    let scratch = Scratch::new("cli", "script-line");
     let index = "CREATE INDEX jobs_reap ON jobs (status, queue);";
     let text = std::fs::read_to_string(root().join("dialects/sqlite/schema.sql")).unwrap();
     let line = text.lines().position(|l| l == index).expect("the schema creates its index") + 1;
@@ -833,7 +818,7 @@ fn a_planted_password_in_any_form_reaches_no_output_channel() {
         ("mssql", "REAPCHECK_MSSQL_URL", "mssql://sa:PLANTEDmssql@127.0.0.1:1/master"),
     ];
     for (i, (target, variable, url)) in forms.iter().enumerate() {
-        let scratch = Scratch::new(&format!("secret-{i}"));
+        let scratch = Scratch::new("cli", &format!("secret-{i}"));
         let reports = scratch.0.join("reports");
         let o = reapcheck_with(
             &["run", "--db", target, "--report", &reports.display().to_string(), "grace/"],
@@ -852,7 +837,7 @@ fn a_planted_password_in_any_form_reaches_no_output_channel() {
 
 #[test]
 fn check_refuses_what_would_crash_or_wrap_at_run_time_with_file_line_and_column() {
-    let scratch = Scratch::new("crash-repros");
+    let scratch = Scratch::new("cli", "crash-repros");
     let head = "description: x\nclasses: { C: {} }\n";
     let job = "jobs: [ { id: a, class: C, status: processing, attempts: 1, claimed: -1h } ]\n";
     let files = [
@@ -904,21 +889,21 @@ fn check_refuses_what_would_crash_or_wrap_at_run_time_with_file_line_and_column(
 #[cfg(unix)]
 #[test]
 fn check_does_not_hang_on_a_fifo_or_read_dev_zero_and_refuses_yml() {
-    let scratch = Scratch::new("special-files");
+    let scratch = Scratch::new("cli", "special-files");
     assert!(std::process::Command::new("mkfifo").arg(scratch.0.join("pipe.yaml")).status().unwrap().success());
     std::os::unix::fs::symlink("/dev/zero", scratch.0.join("zero.yaml")).unwrap();
     let o = reapcheck(&["check", "--scenarios", &scratch.0.display().to_string()]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("pipe.yaml: not a regular file") && err.contains("zero.yaml: not a regular file"), "{err}");
-    let yml = Scratch::new("yml-file");
+    let yml = Scratch::new("cli", "yml-file");
     let recent = std::fs::read_to_string(root().join("scenarios/grace/recent-beat.yaml")).unwrap();
     std::fs::write(yml.0.join("recent-beat.yml"), recent).unwrap();
     let o = reapcheck(&["check", "--scenarios", &yml.0.display().to_string()]);
     assert_eq!(o.status.code(), Some(2), "a .yml file is never silently ignored: {}", stdout(&o));
     assert!(stderr(&o).contains("recent-beat.yml: scenario files end in `.yaml`"), "{}", stderr(&o));
     // The same for a dialect folder: a FIFO named `*.sql` is refused, not read.
-    let dialects = Scratch::new("fifo-dialect");
+    let dialects = Scratch::new("cli", "fifo-dialect");
     for entry in std::fs::read_dir(root().join("dialects")).unwrap() {
         let from = entry.unwrap().path();
         let to = dialects.0.join(from.file_name().unwrap());
@@ -977,7 +962,7 @@ steps:
 
 #[test]
 fn scenarios_at_both_ends_of_the_time_range_run_alike_on_every_target() {
-    let scratch = Scratch::new("range-edges");
+    let scratch = Scratch::new("cli", "range-edges");
     for (name, text) in RANGE_EDGES {
         std::fs::write(scratch.0.join(name), text).unwrap();
     }
@@ -1007,7 +992,7 @@ fn scenarios_at_both_ends_of_the_time_range_run_alike_on_every_target() {
 
 #[test]
 fn init_sets_up_a_repository_whose_run_passes_and_refuses_to_overwrite_without_force() {
-    let scratch = Scratch::new("init");
+    let scratch = Scratch::new("cli", "init");
     let o = reapcheck_in(&scratch.0, &["init", "--from", "postgres"], &[]);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     for file in [
@@ -1055,7 +1040,7 @@ fn init_sets_up_a_repository_whose_run_passes_and_refuses_to_overwrite_without_f
 
 #[test]
 fn a_dialect_neither_copied_nor_listed_as_builtin_is_an_error_naming_the_config() {
-    let scratch = Scratch::new("partial-port");
+    let scratch = Scratch::new("cli", "partial-port");
     assert!(reapcheck_in(&scratch.0, &["init", "--from", "postgres"], &[]).status.success());
     std::fs::write(
         scratch.0.join("reapcheck.toml"),

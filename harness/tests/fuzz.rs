@@ -3,6 +3,9 @@
 //! file whose printed rerun command fails (and passes on the real SQL), and
 //! bad input exits like `run` does.
 
+mod common;
+use common::Scratch;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -24,24 +27,6 @@ fn reapcheck(args: &[&str], env: &[(&str, &str)]) -> Output {
 
 fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-/// A scratch folder removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("reapcheck-fuzz-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// A copy of the SQLite dialect whose staleness guard is `<=` instead of the
@@ -78,7 +63,7 @@ fn a_green_run_names_the_seed_and_the_rate() {
 
 #[test]
 fn a_non_strict_guard_is_found_shrunk_and_saved_with_a_rerun_that_fails() {
-    let scratch = Scratch::new("broken");
+    let scratch = Scratch::new("fuzz", "broken");
     let dialects = non_strict_sqlite(&scratch);
     let out_dir = scratch.0.join("found").display().to_string();
     let o = reapcheck(

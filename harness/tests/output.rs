@@ -1,26 +1,11 @@
 //! What `run` prints for a reader of CI logs: `--quiet` keeps failures and
 //! the closing counts only.
 
-use std::path::{Path, PathBuf};
+mod common;
+use common::Scratch;
+
+use std::path::Path;
 use std::process::Command;
-
-/// A scratch folder outside the repository; removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("reapcheck-output-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("a scratch folder");
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// The binary in `dir`, no `REAPCHECK_*` setting from the caller.
 fn reapcheck(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
@@ -35,7 +20,7 @@ fn reapcheck(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
 
 #[test]
 fn quiet_prints_failures_and_the_counts_only() {
-    let scratch = Scratch::new("quiet");
+    let scratch = Scratch::new("output", "quiet");
     let dir = &scratch.0;
     let (code, out) = reapcheck(dir, &["run", "--db", "sqlite", "--quiet"]);
     assert_eq!(code, Some(0), "{out}");
@@ -70,7 +55,7 @@ fn quiet_prints_failures_and_the_counts_only() {
 
 #[test]
 fn list_names_every_scenario_with_its_file_and_prints_a_builtin_one() {
-    let scratch = Scratch::new("list");
+    let scratch = Scratch::new("output", "list");
     let dir = &scratch.0;
     let (code, out) = reapcheck(dir, &["list"]);
     assert_eq!(code, Some(0), "{out}");
@@ -91,7 +76,7 @@ fn list_names_every_scenario_with_its_file_and_prints_a_builtin_one() {
 
 #[test]
 fn allow_skip_does_not_pass_a_run_that_judged_nothing_on_a_database() {
-    let scratch = Scratch::new("allow-skip");
+    let scratch = Scratch::new("output", "allow-skip");
     let (code, out) = reapcheck(&scratch.0, &["run", "--db", "postgres", "--allow-skip", "--quiet"]);
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("no SQL ran on any database"), "{out}");

@@ -11,6 +11,9 @@
 //!
 //! SQLite always runs; PostgreSQL runs when `REAPCHECK_POSTGRES_URL` is set.
 
+mod common;
+use common::Scratch;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -36,24 +39,6 @@ fn stdout(o: &Output) -> String {
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// A scratch folder, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("reapcheck-port-equivalents-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 /// `sql` with the column `claim_token` renamed `lock_token`; the bound
@@ -123,7 +108,7 @@ fn scores_full(db: &str, dialects: &str, declared: usize) -> String {
 
 /// The whole path on one target: stale, refused, suggested, written, 100%.
 fn the_users_path(db: &str) {
-    let scratch = Scratch::new(db);
+    let scratch = Scratch::new("port-equivalents", db);
     let dialects = port(&scratch, db);
     let file = scratch.0.join("dialects").join(db).join("equivalent-mutants.yaml");
     let copied = std::fs::read_to_string(&file).unwrap();
@@ -185,7 +170,7 @@ fn postgres_port_that_renamed_a_column_gets_upstreams_equivalents_carried_over()
 
 #[test]
 fn a_port_that_deleted_the_copied_declarations_gets_upstreams_printed_to_paste() {
-    let scratch = Scratch::new("deleted");
+    let scratch = Scratch::new("port-equivalents", "deleted");
     let dialects = port(&scratch, "sqlite");
     let file = scratch.0.join("dialects/sqlite/equivalent-mutants.yaml");
     std::fs::remove_file(&file).unwrap();
@@ -209,14 +194,14 @@ fn a_port_that_deleted_the_copied_declarations_gets_upstreams_printed_to_paste()
 #[test]
 fn write_needs_a_folder_and_a_stale_declaration_it_cannot_carry_is_a_warning() {
     // Outside any project, the builtin SQL runs: there is no file of yours.
-    let outside = Scratch::new("outside");
+    let outside = Scratch::new("port-equivalents", "outside");
     let o = reapcheck_in(&outside.0, &["mutate", "--db", "sqlite", "--suggest", "--write"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("error: `--write` rewrites your own sqlite/equivalent-mutants.yaml"), "{}", stderr(&o));
     let o = reapcheck(&["mutate", "--db", "sqlite", "--write"]);
     assert_eq!(o.status.code(), Some(2), "--write alone is refused: {}", stderr(&o));
 
-    let scratch = Scratch::new("gone");
+    let scratch = Scratch::new("port-equivalents", "gone");
     let dialects = port(&scratch, "sqlite");
     let worker = scratch.0.join("dialects/sqlite/worker.sql");
     let text = std::fs::read_to_string(&worker).unwrap();

@@ -4,26 +4,11 @@
 //! different scenarios, or the same target on different SQL, must fail the
 //! verdict; two legs that ran the same must pass it (docs/reports.md).
 
-use std::path::{Path, PathBuf};
+mod common;
+use common::Scratch;
+
+use std::path::Path;
 use std::process::Command;
-
-/// A scratch folder outside the repository; removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(tag: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("reapcheck-verdict-{tag}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("a scratch folder");
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// The binary run in `dir` with no `REAPCHECK_*` setting from the caller.
 fn reapcheck(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
@@ -49,7 +34,7 @@ fn leg(dir: &Path, leg: &str, extra: &[&str]) -> serde_json::Value {
 
 #[test]
 fn a_filtered_leg_or_another_sql_fails_the_verdict_outside_the_repository() {
-    let scratch = Scratch::new("legs");
+    let scratch = Scratch::new("verdict", "legs");
     let dir = &scratch.0;
     assert!(!dir.starts_with(env!("CARGO_MANIFEST_DIR")), "outside the repository");
 

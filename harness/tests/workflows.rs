@@ -12,6 +12,9 @@
 //! release's targets, permissions, archives and checksums, cargo binstall's
 //! names for them, and the template's verified download of them.
 
+mod common;
+use common::Scratch;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -543,7 +546,7 @@ fn install_on(
             env.insert(k.clone(), value);
         }
     }
-    let scratch = Scratch::new("install");
+    let scratch = Scratch::new("workflows", "install");
     let dir = &scratch.0;
     let home = dir.join("home");
     let fake = dir.join("fake");
@@ -608,27 +611,6 @@ if [ -f "$file" ]; then cp "$file" "$out"; else echo "curl: (22) The requested U
         record = record.display(),
         served = served.display()
     )
-}
-
-/// A fresh folder under the system's temporary one, removed when dropped
-/// (a counter keeps tests that run at once apart).
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(what: &str) -> Scratch {
-        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("reapcheck-workflows-{what}-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 fn write_executable(path: &Path, text: &str) {
@@ -790,7 +772,7 @@ struct Release {
 
 fn released(tag: &str, binary: Option<&str>, release_exists: bool) -> Release {
     let workflow = yaml(&root().join(RELEASE));
-    let scratch = Scratch::new("release");
+    let scratch = Scratch::new("workflows", "release");
     let (build_name, build) = job_running(&workflow, "cargo build");
     let (publish_name, publish) = job_running(&workflow, "gh release");
     let publish_steps = publish["steps"].as_array().unwrap();
