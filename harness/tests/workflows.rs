@@ -377,11 +377,43 @@ fn sql_server_2019_runs_on_ubuntu_22_04() {
     }
 }
 
+/// Every rust-cache step shares one key across legs (`shared-key`), and
+/// the SQL Server 2019 leg runs on an older Ubuntu than the others: build
+/// scripts and C objects from 24.04 would not run on 22.04's glibc, so the
+/// runner image (`ImageOS`, written to the environment by the step before)
+/// must be part of the key.
+#[test]
+fn the_build_cache_is_keyed_by_the_runner_image() {
+    let mut caches = 0;
+    let action = yaml(&root().join(".github/actions/leg/action.yml"));
+    let leg_steps = action.pointer("/runs/steps").and_then(Value::as_array).expect("steps").clone();
+    let workflow = yaml(&root().join(MATRIX));
+    let mut all: Vec<(String, Vec<Value>)> = vec![(".github/actions/leg".to_owned(), leg_steps)];
+    for (name, job) in jobs(&workflow) {
+        all.push((format!("{MATRIX}: job {name}"), job["steps"].as_array().cloned().unwrap_or_default()));
+    }
+    for (place, steps) in all {
+        for (i, step) in steps.iter().enumerate() {
+            if !uses_of(step).starts_with("Swatinem/rust-cache@") {
+                continue;
+            }
+            caches += 1;
+            assert_eq!(
+                step.pointer("/with/key").and_then(Value::as_str),
+                Some("${{ env.REAPCHECK_IMAGE_OS }}"),
+                "{place}"
+            );
+            let before = steps[..i].iter().any(|s| run_of(s).contains("REAPCHECK_IMAGE_OS=${ImageOS"));
+            assert!(before, "{place}: a step before the cache writes REAPCHECK_IMAGE_OS from ImageOS");
+        }
+    }
+    assert!(caches >= 2, "the leg action and the verdict job cache the build; found {caches}");
+}
+
 /// upload-artifact v4 refuses a name already used in the workflow run, and
 /// re-running a job is the same run: without `overwrite: true` the re-run
-/// of a failed leg fails at its upload. (The leg action,
-/// `.github/actions/leg/action.yml`, is not in this list: it belongs to
-/// another change.)
+/// of a failed leg fails at its upload; the leg action,
+/// `.github/actions/leg/action.yml`, is read too.
 #[test]
 fn every_upload_can_be_repeated_by_a_re_run() {
     let mut uploads = 0;
