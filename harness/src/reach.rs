@@ -176,6 +176,22 @@ pub async fn connect(target: Target, url: &str) -> Result<Server, String> {
     result.map_err(|e| e.to_string())
 }
 
+/// Why `url` cannot be `target`'s URL at all (not a URL, an option or value
+/// its driver refuses), before anything connects: invalid input, where a
+/// server that does not answer is a failure. Never the credential.
+pub fn url_refused(target: Target, url: &str) -> Option<String> {
+    if let Some(why) = not_a_url(target, url) {
+        return Some(why);
+    }
+    let form = match target {
+        Target::Sqlite => return None,
+        Target::Postgres | Target::Cockroach => backend::UrlForm::Postgres,
+        Target::Mariadb | Target::Mysql => backend::UrlForm::MySql,
+        Target::Mssql => backend::UrlForm::Mssql,
+    };
+    backend::check_url(form, url).err().map(|e| e.message)
+}
+
 /// Why `url` cannot be `target`'s URL when it has no scheme: PostgreSQL,
 /// CockroachDB, MySQL and MariaDB take only URLs, and a libpq keyword
 /// string (`host=... user=... password=...`) would otherwise fail with the
@@ -220,6 +236,19 @@ mod tests {
 
     fn filter(filter: Option<&str>, exact: bool, skip: &[&str]) -> TestFilter {
         TestFilter { filter: filter.map(str::to_owned), exact, skip: skip.iter().map(|s| s.to_string()).collect() }
+    }
+
+    #[test]
+    fn a_url_its_driver_cannot_read_is_refused_before_connecting() {
+        let bad = "mssql://sa:Sekrit-1@127.0.0.1:1433/master?trustServerCertificate=maybe";
+        let why = url_refused(Target::Mssql, bad).expect("refused");
+        assert!(!why.contains("Sekrit-1"), "{why}");
+        let why = url_refused(Target::Postgres, "postgres://u:Sekrit-1@127.0.0.1:notaport/t").expect("refused");
+        assert!(!why.contains("Sekrit-1"), "{why}");
+        assert!(url_refused(Target::Postgres, "host=x password=Sekrit-1").is_some_and(|w| !w.contains("Sekrit")));
+        assert_eq!(url_refused(Target::Postgres, "postgres://postgres@127.0.0.1:5432/test"), None);
+        assert_eq!(url_refused(Target::Mariadb, "mysql://root@127.0.0.1:3306/test"), None);
+        assert_eq!(url_refused(Target::Mssql, "mssql://sa:x@127.0.0.1:1433/master?trustServerCertificate=true"), None);
     }
 
     #[tokio::test]

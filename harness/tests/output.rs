@@ -85,3 +85,22 @@ fn allow_skip_does_not_pass_a_run_that_judged_nothing_on_a_database() {
     let (code, out) = reapcheck(&scratch.0, &["run", "--db", "sqlite,postgres", "--allow-skip", "--quiet", "grace/"]);
     assert_eq!(code, Some(0), "{out}");
 }
+
+#[test]
+fn a_url_its_driver_cannot_read_is_invalid_input_and_nothing_runs() {
+    let scratch = Scratch::new("output", "bad-url");
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_reapcheck"));
+    cmd.args(["run", "--db", "sqlite,mssql"]).current_dir(&scratch.0);
+    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("REAPCHECK_")) {
+        cmd.env_remove(key);
+    }
+    let bad = "mssql://sa:Sekrit-1@127.0.0.1:1433/master?trustServerCertificate=maybe";
+    let o = cmd.env("REAPCHECK_MSSQL_URL", bad).output().expect("the binary runs");
+    let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert_eq!(o.status.code(), Some(2), "{out}{err}");
+    assert!(
+        err.contains("error: REAPCHECK_MSSQL_URL: `trustServerCertificate` must be true or false: fix the URL"),
+        "{err}"
+    );
+    assert!(!out.contains("model:") && !format!("{out}{err}").contains("Sekrit-1"), "nothing ran: {out}{err}");
+}

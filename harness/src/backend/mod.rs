@@ -364,6 +364,30 @@ async fn drop_namespace(conn: &mut Connection, commands: &[String]) -> Result<()
     Ok(())
 }
 
+/// Which driver reads a URL, for [`check_url`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UrlForm {
+    /// `postgres://…` (PostgreSQL and CockroachDB).
+    Postgres,
+    /// `mysql://…` (MySQL and MariaDB).
+    MySql,
+    /// `mssql://…`, ADO.NET or JDBC (SQL Server).
+    Mssql,
+}
+
+/// Whether the driver of `form` can read `url` at all, without connecting:
+/// an unknown option, a bad value or no URL is invalid input, told apart
+/// from a server that does not answer. The message shows no credential.
+pub fn check_url(form: UrlForm, url: &str) -> Result<(), BackendError> {
+    use std::str::FromStr;
+    let hide = |e: BackendError| BackendError { message: crate::redact::message(&e.message, url), ..e };
+    match form {
+        UrlForm::Postgres => sqlx::postgres::PgConnectOptions::from_str(url).map(drop).map_err(|e| hide(e.into())),
+        UrlForm::MySql => sqlx::mysql::MySqlConnectOptions::from_str(url).map(drop).map_err(|e| hide(e.into())),
+        UrlForm::Mssql => mssql::MssqlUrl::parse(url).map(drop).map_err(hide),
+    }
+}
+
 /// Reaches embedded SQLite.
 pub async fn sqlite() -> Result<Server, BackendError> {
     Ok(Server::new(ServerKind::Sqlite { version: format!("sqlite {}", sqlite::library_version().await?) }))

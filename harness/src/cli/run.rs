@@ -251,6 +251,18 @@ pub fn run(args: RunArgs) -> ExitCode {
         if selection.value.all || args.allow_skip { required_targets.clone() } else { targets.clone() };
     let must_run_adapters: Vec<String> =
         if selection.value.all || args.allow_skip { required_adapters } else { selection.value.adapters.clone() };
+    // A URL its driver cannot read is invalid input, refused before anything
+    // runs, not a server that did not answer.
+    for &target in targets.iter().filter(|t| **t != Target::Sqlite) {
+        let variable = target.url_variable();
+        if let Ok(url) = std::env::var(&variable)
+            && !url.trim().is_empty()
+            && let Some(why) = reach::url_refused(target, &url)
+        {
+            let why = why.strip_prefix(&format!("invalid {variable}: ")).unwrap_or(&why).to_owned();
+            return invalid(format!("{variable}: {why}: fix the URL; nothing ran"));
+        }
+    }
     let scenarios = match args.inputs.scenarios(&args.filters, args.exact) {
         Ok(s) if s.is_empty() => {
             return invalid(format!(
