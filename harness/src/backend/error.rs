@@ -79,8 +79,20 @@ impl From<sqlx::Error> for BackendError {
             | sqlx::Error::TypeNotFound { .. } => BackendErrorKind::Decode,
             _ => BackendErrorKind::Connection,
         };
-        BackendError { kind, message: e.to_string() }
+        BackendError { kind, message: message_of(&e) }
     }
+}
+
+/// The text of `e`. For a PostgreSQL error, its message and SQLSTATE
+/// without the ` at line N` sqlx's Display appends: that N is a line of the
+/// server's own C source, which reads like a line of the user's SQL file.
+fn message_of(e: &sqlx::Error) -> String {
+    if let sqlx::Error::Database(db) = e
+        && let Some(pg) = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+    {
+        return format!("error returned from database: {} (SQLSTATE {})", pg.message(), pg.code());
+    }
+    e.to_string()
 }
 
 /// Whether the server refused a connection for having too many, by the

@@ -1013,6 +1013,16 @@ expect:
     }
 
     #[tokio::test]
+    async fn a_server_error_names_its_sqlstate_not_the_servers_source_line() {
+        let Some(server) = server().await else { return };
+        let mut conn = server.open().await.expect("a connection");
+        let e = conn.execute("SELECT * FROM rc_no_such_table", &[]).await.expect_err("no such table");
+        conn.close().await;
+        assert!(e.message.contains("relation \"rc_no_such_table\" does not exist (SQLSTATE 42P01)"), "{e}");
+        assert!(!e.message.contains(" at line "), "the server's C source line reads like the user's: {e}");
+    }
+
+    #[tokio::test]
     async fn cockroachs_namespaces_are_listed_from_the_clusters_databases() {
         // CockroachDB's namespaces are databases (dialects/cockroach/
         // schema.sql), which information_schema.schemata does not list
