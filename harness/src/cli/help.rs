@@ -145,7 +145,8 @@ pub const INIT: &str = concat!(
     "Examples:\n  \
      reapcheck init                                  # config, example regression, CI workflow\n  \
      reapcheck init --from postgres,mysql            # also copy those dialects to port\n  \
-     reapcheck init --from postgres --force          # overwrite files that exist\n\n",
+     reapcheck init --from postgres --force          # overwrite files that exist\n  \
+     reapcheck init --add mysql                      # later: port one more dialect, nothing else touched\n\n",
     "Environment:\n  \
      none: init reads no variable\n\n\
      Exit codes:\n  \
