@@ -180,7 +180,7 @@ pub async fn connect(target: Target, url: &str) -> Result<Server, String> {
 /// its driver refuses), before anything connects: invalid input, where a
 /// server that does not answer is a failure. Never the credential.
 pub fn url_refused(target: Target, url: &str) -> Option<String> {
-    if let Some(why) = not_a_url(target, url) {
+    if let Some(why) = not_a_url(target, url).or_else(|| unread_part(target, url)) {
         return Some(why);
     }
     let form = match target {
@@ -190,6 +190,80 @@ pub fn url_refused(target: Target, url: &str) -> Option<String> {
         Target::Mssql => backend::UrlForm::Mssql,
     };
     backend::check_url(form, url).err().map(|e| e.message)
+}
+
+/// The query parameters each driver reads (sqlx 0.9's URL parsers). Any
+/// other is ignored by the driver, so a typo such as `sslmod=verify-full`
+/// would leave TLS unverified without a word: refused instead.
+const POSTGRES_PARAMETERS: [&str; 18] = [
+    "application_name",
+    "dbname",
+    "host",
+    "hostaddr",
+    "options",
+    "password",
+    "port",
+    "ssl-ca",
+    "ssl-cert",
+    "ssl-key",
+    "ssl-mode",
+    "ssl-root-cert",
+    "sslcert",
+    "sslkey",
+    "sslmode",
+    "sslrootcert",
+    "statement-cache-capacity",
+    "user",
+];
+const MYSQL_PARAMETERS: [&str; 14] = [
+    "charset",
+    "collation",
+    "socket",
+    "ssl-ca",
+    "ssl-cert",
+    "ssl-key",
+    "ssl-mode",
+    "sslca",
+    "sslcert",
+    "sslkey",
+    "sslmode",
+    "statement-cache-capacity",
+    "time-zone",
+    "timezone",
+];
+
+/// Why a URL for a PostgreSQL- or MySQL-protocol target has a scheme of
+/// another product or a query parameter its driver would silently ignore;
+/// `None` for other targets (the SQL Server parser refuses what it does
+/// not read itself).
+fn unread_part(target: Target, url: &str) -> Option<String> {
+    let (schemes, known): (&[&str], &[&str]) = match target {
+        Target::Postgres | Target::Cockroach => (&["postgres", "postgresql"], &POSTGRES_PARAMETERS),
+        Target::Mariadb | Target::Mysql => (&["mysql", "mariadb"], &MYSQL_PARAMETERS),
+        Target::Sqlite | Target::Mssql => return None,
+    };
+    let parsed = url::Url::parse(url).ok()?;
+    if !schemes.contains(&parsed.scheme()) {
+        return Some(format!(
+            "the scheme `{}:` is not {target}'s: write {}://USER:PASSWORD@HOST:PORT/DATABASE",
+            parsed.scheme(),
+            schemes[0]
+        ));
+    }
+    let unknown: Vec<String> = parsed
+        .query_pairs()
+        .map(|(k, _)| k.into_owned())
+        .filter(|k| !known.contains(&k.as_str()) && !k.starts_with("options["))
+        .collect();
+    (!unknown.is_empty()).then(|| {
+        format!(
+            "the driver does not read the parameter{} {}, and would ignore {}: the parameters are {}",
+            if unknown.len() == 1 { "" } else { "s" },
+            unknown.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "),
+            if unknown.len() == 1 { "it" } else { "them" },
+            known.join(", ")
+        )
+    })
 }
 
 /// Why `url` cannot be `target`'s URL when it has no scheme: PostgreSQL,
@@ -247,6 +321,15 @@ mod tests {
         assert!(!why.contains("Sekrit-1"), "{why}");
         assert!(url_refused(Target::Postgres, "host=x password=Sekrit-1").is_some_and(|w| !w.contains("Sekrit")));
         assert_eq!(url_refused(Target::Postgres, "postgres://postgres@127.0.0.1:5432/test"), None);
+        let typo = url_refused(Target::Postgres, "postgres://u@127.0.0.1/t?sslmod=verify-full").expect("refused");
+        assert!(typo.starts_with("the driver does not read the parameter `sslmod`"), "{typo}");
+        let typo = url_refused(Target::Mariadb, "mysql://root@127.0.0.1/t?ssl-mod=REQUIRED").expect("refused");
+        assert!(typo.contains("`ssl-mod`") && typo.contains("ssl-mode"), "{typo}");
+        let other = url_refused(Target::Mariadb, "postgres://root@127.0.0.1:3306/test").expect("refused");
+        assert!(other.starts_with("the scheme `postgres:` is not mariadb's"), "{other}");
+        assert!(url_refused(Target::Postgres, "postgress://u@h/t").is_some());
+        assert_eq!(url_refused(Target::Postgres, "postgresql://u@h/t?sslmode=verify-full&sslrootcert=ca.pem"), None);
+        assert_eq!(url_refused(Target::Mysql, "mariadb://root@h/t?ssl-mode=REQUIRED"), None);
         assert_eq!(url_refused(Target::Mariadb, "mysql://root@127.0.0.1:3306/test"), None);
         assert_eq!(url_refused(Target::Mssql, "mssql://sa:x@127.0.0.1:1433/master?trustServerCertificate=true"), None);
     }

@@ -132,7 +132,7 @@ pub fn check(legs: &[LegOutcomes], expected: &[String]) -> Vec<Problem> {
                     name,
                     ProblemKind::CorpusMismatch,
                     format!(
-                        "leg `{name}` ran corpus {} but leg `{}` ran {}: run every leg from the same commit without filters",
+                        "leg `{name}` ran corpus {} but leg `{}` ran {}: run every leg on the same scenarios (the same commit and scenario sets, no filters)",
                         leg.corpus_hash, first.leg, first.corpus_hash
                     ),
                 );
