@@ -169,7 +169,7 @@ fn plan(dir: &Path, chosen: &[String], known: &[String]) -> Result<Vec<(PathBuf,
     let input = format!("{SCENARIOS_DIR}/{EXAMPLE}.yaml");
     // Rendered into memory, so that nothing is written before every file
     // is known to be free.
-    let text = snapshot::render(&input, &model.yaml);
+    let text = snapshot::render(snapshot::source(dir), &input, &model.yaml);
     files.push((scenario, EXAMPLE_YAML.as_bytes().to_vec()));
     files.push((snap, text.into_bytes()));
     files.push((dir.join(WORKFLOW_PATH), WORKFLOW.as_bytes().to_vec()));
