@@ -1,6 +1,14 @@
 //! `reapcheck check`: validate without running.
+//!
+//! An orphaned snapshot (its scenario deleted or renamed) is an error here,
+//! exit 2: the claim it recorded is no longer checked by anything, and a
+//! renamed scenario has lost its snapshot. `run` on the whole corpus warns
+//! about the same files without changing its verdict ([`orphaned_snapshots`]).
 
 use std::process::ExitCode;
+
+use reapcheck::config::ScenarioSet;
+use reapcheck::snapshot::{self, Orphan};
 
 use super::inputs::report;
 use super::{EXIT_INVALID, Inputs};
@@ -53,6 +61,13 @@ pub fn check(args: CheckArgs) -> ExitCode {
         report(e);
         invalid = true;
     }
+    for orphan in orphaned_snapshots(&args.inputs) {
+        match orphan {
+            Ok(orphan) => eprintln!("error: {orphan}"),
+            Err(e) => eprintln!("error: {e}"),
+        }
+        invalid = true;
+    }
     if let Ok(loaded) = &dialects
         && let Some(why) = reapcheck::policy::disagreement(loaded.iter().map(|d| (d.name.as_str(), &d.profile.policy)))
     {
@@ -68,4 +83,39 @@ pub fn check(args: CheckArgs) -> ExitCode {
         println!("profile of {}: {}", d.name, d.profile);
     }
     ExitCode::SUCCESS
+}
+
+/// Every orphaned snapshot in the scenario folders `inputs` selects
+/// ([`snapshot::orphans`]), its paths relative to the current folder when
+/// below it, or why a folder could not be searched. The
+/// builtin set has none (its snapshots are built from its scenarios), and a
+/// folder that does not exist is reported by the scenario loading instead.
+pub(super) fn orphaned_snapshots(inputs: &Inputs) -> Vec<Result<Orphan, String>> {
+    let Ok(sets) =
+        inputs.project().and_then(|p| p.scenarios(inputs.scenarios.as_deref()).map_err(|e| vec![e.to_string()]))
+    else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for set in &sets.value {
+        let ScenarioSet::Folder(dir) = set else { continue };
+        if !dir.is_dir() {
+            continue;
+        }
+        match snapshot::orphans(dir) {
+            Ok(orphans) => found.extend(orphans.into_iter().map(|o| Ok(relative(o)))),
+            Err(e) => found.push(Err(format!(
+                "cannot search {} for orphaned snapshots: {e}; make the folder readable",
+                dir.display()
+            ))),
+        }
+    }
+    found
+}
+
+/// `orphan` with its paths relative to the current folder when they lie below it.
+fn relative(orphan: Orphan) -> Orphan {
+    let Ok(cwd) = std::env::current_dir() else { return orphan };
+    let shorter = |p: std::path::PathBuf| p.strip_prefix(&cwd).map(std::path::Path::to_path_buf).unwrap_or(p);
+    Orphan { snapshot: shorter(orphan.snapshot), scenario: shorter(orphan.scenario) }
 }
