@@ -165,6 +165,16 @@ impl Coverage {
     }
 }
 
+/// The one line a run interrupted by `signal` prints instead of coverage:
+/// the scenarios it never started would read as statements run by too few,
+/// so nothing is judged and no statement is listed.
+pub fn not_judged_after(signal: &str) -> String {
+    format!(
+        "coverage not judged: the run was interrupted by {signal}, so not every scenario ran; \
+         run the whole corpus to its end to judge it"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -41,8 +41,9 @@ pub struct RunArgs {
     /// [default: REAPCHECK_REQUIRE, else `required` in reapcheck.toml].
     #[arg(long, value_name = "TARGETS")]
     require: Option<String>,
-    /// Report a named target that cannot be reached as skipped instead of
-    /// failing (never a required one).
+    /// Report a named target that has no URL (and no container) as skipped
+    /// instead of failing (never a required one); a URL that is set and
+    /// does not answer still fails.
     #[arg(long)]
     allow_skip: bool,
     #[command(flatten)]
@@ -323,8 +324,8 @@ pub fn run(args: RunArgs) -> ExitCode {
     let (records, coverages) = runtime.block_on(run_all(&args, &plan));
     let mut tally = Tally::default();
     records.iter().for_each(|r| tally.add_record(r));
-    tally.other_failed += check_coverage(&args, &coverages);
     let interrupted = interrupt::interrupted();
+    tally.other_failed += check_coverage(&args, &coverages, interrupted);
     if let Some(signal) = interrupted {
         println!(
             "interrupted by {signal}: no scenario started after it; the runs in flight were stopped and their namespaces dropped"
@@ -348,12 +349,21 @@ pub fn run(args: RunArgs) -> ExitCode {
         }
     }
     if tally.without_snapshot() > 0 && !args.accept {
-        println!(
-            "{} results have no committed snapshot yet: `reapcheck run --accept` writes them (or `cargo insta review` after the tests)",
-            tally.without_snapshot()
-        );
+        println!("{}", missing_snapshots_hint(tally.without_snapshot(), &root));
     }
     print!("{}", report::failure_list(&records));
+    for line in resolution_hints(&records, &dialects) {
+        println!("{line}");
+    }
+    // Only the whole corpus tells a scenario that is gone from one filtered out.
+    if args.filters.is_empty() {
+        for orphan in super::check::orphaned_snapshots(&args.inputs) {
+            match orphan {
+                Ok(orphan) => println!("warning: {orphan}"),
+                Err(e) => println!("warning: {e}"),
+            }
+        }
+    }
     println!("{}", tally.line());
     if interrupted.is_some() {
         return ExitCode::from(interrupt::EXIT_INTERRUPTED);
@@ -371,6 +381,64 @@ pub fn run(args: RunArgs) -> ExitCode {
         return ExitCode::from(EXIT_FAILED);
     }
     ExitCode::SUCCESS
+}
+
+/// One hint line per database target whose failures are mostly instants
+/// that agree once truncated to whole seconds (or milliseconds)
+/// ([`reapcheck::diff::vanishing_step`]): a store that keeps that
+/// resolution without declaring `time_resolution` in its `dialect.toml`.
+/// More than half of the target's failures must show it, and the dialect
+/// must not declare that step (or a coarser one) already.
+fn resolution_hints(records: &[CaseRecord], dialects: &[Dialect]) -> Vec<String> {
+    let mut hints = Vec::new();
+    let mut targets: Vec<&str> = records.iter().map(|r| r.target.as_str()).collect();
+    targets.dedup();
+    for name in targets {
+        let Some(dialect) = Target::from_name(name).and_then(|t| dialects.iter().find(|d| d.name == t.dialect()))
+        else {
+            continue;
+        };
+        let failures: Vec<&str> = records
+            .iter()
+            .filter(|r| r.target == name)
+            .filter_map(|r| match &r.verdict {
+                Verdict::Fail(detail) => Some(detail.as_str()),
+                _ => None,
+            })
+            .collect();
+        let steps: Vec<&str> = failures.iter().filter_map(|d| reapcheck::diff::vanishing_step(d)).collect();
+        // A diff that vanishes at 1 ms also vanishes at 1 s: the finest step most failures share.
+        let chosen = reapcheck::diff::STEPS.iter().find_map(|&(step, micros)| {
+            let shared = steps.iter().filter(|s| reapcheck::diff::STEPS.iter().any(|(n, m)| n == *s && *m <= micros));
+            let count = shared.count();
+            (count * 2 > failures.len()).then_some((step, micros, count))
+        });
+        let Some((step, micros, count)) = chosen else { continue };
+        if dialect.profile.time_resolution.micros() >= micros {
+            continue;
+        }
+        let file = match dialect.provenance.source.as_str() {
+            "builtin" => format!("{}/dialect.toml of your port", dialect.name),
+            folder => format!("{}/dialect.toml", folder.trim_end_matches('/')),
+        };
+        let unit = if step == "1s" { "whole seconds" } else { "whole milliseconds" };
+        hints.push(format!(
+            "hint: {count} of the {} failures on {name} differ only in instants that agree when truncated to {unit}: \
+             if the store keeps {unit}, declare `time_resolution = \"{step}\"` (with a `reason`) in {file} \
+             (docs/dialect-profile.md)",
+            failures.len()
+        ));
+    }
+    hints
+}
+
+/// The line under a run whose results have no snapshot. `cargo insta
+/// review` works only where `cargo test` compares the snapshots, that is in
+/// reapcheck's own repository ([`snapshot::is_reapcheck_repository`]), so
+/// it is named only there.
+fn missing_snapshots_hint(count: usize, root: &std::path::Path) -> String {
+    let insta = if snapshot::is_reapcheck_repository(root) { " (or `cargo insta review` after the tests)" } else { "" };
+    format!("{count} results have no committed snapshot yet: `reapcheck run --accept` writes them{insta}")
 }
 
 /// What a run plays, resolved from the arguments and the project.
@@ -461,7 +529,7 @@ async fn run_all(args: &RunArgs, plan: &Plan<'_>) -> (Vec<CaseRecord>, Vec<Cover
         let replace = args.force && model.stale;
         if args.accept && (model.verdict == Verdict::New || replace) {
             let path = snapshot::path(&s.path, None);
-            match snapshot::write(&path, &snapshot::input_file(&s.path, root), &model.yaml) {
+            match snapshot::write(&path, snapshot::source(root), &snapshot::input_file(&s.path, root), &model.yaml) {
                 Ok(()) => {
                     println!("{} {}", if replace { "replaced" } else { "wrote" }, path.display());
                     model.snapshot = Some(model.yaml.clone());
@@ -731,8 +799,17 @@ fn not_started(signal: &str) -> Verdict {
 
 /// Prints the coverage tables (`--coverage`) and the statements executed by
 /// fewer than `--coverage-min` scenarios; returns how many targets fell
-/// short. Only a run of the whole corpus can fall short.
-fn check_coverage(args: &RunArgs, coverages: &[Coverage]) -> usize {
+/// short. Only a run of the whole corpus can fall short, and only one that
+/// ran to its end: after an interruption (`interrupted`, the signal) the
+/// scenarios not started would count as statements not run, so coverage
+/// says it was not judged, and neither fails nor lists statements.
+fn check_coverage(args: &RunArgs, coverages: &[Coverage], interrupted: Option<&str>) -> usize {
+    if let Some(signal) = interrupted {
+        if args.coverage || (args.filters.is_empty() && args.coverage_min > 0) {
+            println!("{}", reapcheck::coverage::not_judged_after(signal));
+        }
+        return 0;
+    }
     let mut short_targets = 0;
     for c in coverages {
         if args.coverage {
@@ -803,7 +880,7 @@ fn accept_pin(pin: &reapcheck::dialect::pins::Pin, document: &str) -> Verdict {
 /// Writes a declared divergence's own snapshot from the target's outcome.
 fn accept_divergence(s: &LoadedScenario, target: Target, yaml: &str, root: &std::path::Path) -> Verdict {
     let path = snapshot::path(&s.path, Some(target.name()));
-    match snapshot::write(&path, &snapshot::input_file(&s.path, root), yaml) {
+    match snapshot::write(&path, snapshot::source(root), &snapshot::input_file(&s.path, root), yaml) {
         Ok(()) => {
             println!("wrote {}", path.display());
             Verdict::New
