@@ -274,3 +274,14 @@ fn add_of_a_database_without_a_leg_leaves_the_workflow_and_says_how_to_add_one()
     assert_eq!(scratch.read(".github/workflows/reapcheck.yml"), workflow);
     assert!(scratch.read("reapcheck.toml").contains("builtin_dialects = [\"mssql\", \"mysql\", \"sqlite\"]\n"));
 }
+
+#[test]
+fn add_by_a_target_name_suggests_running_that_target() {
+    // `mariadb` runs the `mysql` dialect: the next step names the target
+    // the user has, not `--db mysql`, which needs an Oracle MySQL server.
+    let scratch = initialised("by-target");
+    let o = reapcheck_in(&scratch.0, &["init", "--add", "mariadb"]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    assert!(out.contains("`reapcheck check` and `reapcheck run --db mariadb`"), "{out}");
+}

@@ -285,7 +285,8 @@ fn add(dir: &Path, name: &str, known: &[String]) -> Result<(), String> {
     println!(
         "next: port your queue's SQL in {}/, then `reapcheck check` and `reapcheck run --db {}`",
         copy_shown.display(),
-        Target::from_name(dialect).map_or(dialect, |t| t.name())
+        // The target the user named (`mariadb` runs the `mysql` dialect).
+        Target::from_name(name).or_else(|| Target::from_name(dialect)).map_or(dialect, |t| t.name())
     );
     Ok(())
 }
