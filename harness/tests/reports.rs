@@ -1,7 +1,8 @@
 //! The reports people look at, as the binary writes them: `verdict` on leg
 //! files from real runs (good, and each bad case failing with a message
 //! that names the leg), and the HTML matrix opened in headless Chromium
-//! (cell counts, one click, a screenshot kept in reports/matrix.png).
+//! (cell counts, one click, a screenshot kept in reports/matrix.png, and
+//! where an opened failure shows at 1400x1000).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -213,6 +214,25 @@ fn chromium() -> Option<PathBuf> {
     None
 }
 
+/// A copy of `dialects` in `dir/dialects`, the SQLite one with the reap's
+/// COALESCE swapped: some grace/ scenarios (and others) fail on sqlite,
+/// with a diff, a trace and a rerun.
+fn broken_dialects(dir: &Path, dialects: &[&str]) -> PathBuf {
+    let folder = dir.join("dialects");
+    for dialect in dialects {
+        std::fs::create_dir_all(folder.join(dialect)).unwrap();
+        for entry in std::fs::read_dir(root().join("dialects").join(dialect)).unwrap() {
+            let path = entry.unwrap().path();
+            let mut text = std::fs::read_to_string(&path).unwrap();
+            if *dialect == "sqlite" {
+                text = text.replace("COALESCE(heartbeat_at, updated_at)", "COALESCE(updated_at, heartbeat_at)");
+            }
+            std::fs::write(folder.join(dialect).join(path.file_name().unwrap()), text).unwrap();
+        }
+    }
+    folder
+}
+
 fn headless(chromium: &Path, extra: &[&str], url: &str) -> Output {
     Command::new(chromium)
         .args(["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars"])
@@ -225,21 +245,8 @@ fn headless(chromium: &Path, extra: &[&str], url: &str) -> Output {
 #[test]
 fn the_html_matrix_opens_in_headless_chromium_and_a_click_shows_the_failure() {
     let Some(chromium) = chromium() else { return };
-    // A copy of the SQLite dialect with the reap's COALESCE swapped: some
-    // grace/ scenarios fail on sqlite, with a diff, a trace and a rerun.
     let dir = scratch("html");
-    let dialects = dir.join("dialects");
-    for dialect in ["sqlite", "mssql"] {
-        std::fs::create_dir_all(dialects.join(dialect)).unwrap();
-        for entry in std::fs::read_dir(root().join("dialects").join(dialect)).unwrap() {
-            let path = entry.unwrap().path();
-            let mut text = std::fs::read_to_string(&path).unwrap();
-            if dialect == "sqlite" {
-                text = text.replace("COALESCE(heartbeat_at, updated_at)", "COALESCE(updated_at, heartbeat_at)");
-            }
-            std::fs::write(dialects.join(dialect).join(path.file_name().unwrap()), text).unwrap();
-        }
-    }
+    let dialects = broken_dialects(&dir, &["sqlite", "mssql"]);
     let report = dir.join("report");
     let o = reapcheck(&[
         "run",
@@ -314,9 +321,119 @@ fn the_html_matrix_opens_in_headless_chromium_and_a_click_shows_the_failure() {
     std::fs::create_dir_all(root().join("reports")).unwrap();
     let png = root().join("reports/matrix.png");
     let _ = std::fs::remove_file(&png);
-    let shot = headless(&chromium, &["--window-size=1280,1100", &format!("--screenshot={}", png.display())], &url);
+    let shot = headless(&chromium, &["--window-size=1400,1000", &format!("--screenshot={}", png.display())], &url);
     let bytes = std::fs::read(&png).unwrap_or_default();
     assert!(bytes.starts_with(b"\x89PNG") && bytes.len() > 10_000, "no screenshot: {shot:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Measures the matrix once its script ran, as a user would see it: appended
+/// after that script, it writes what it found as JSON into
+/// `<script id="probe">` (kept verbatim by `--dump-dom`).
+const PROBE: &str = r#"<script>(function(){
+  var d=document.getElementById('detail'), diff=d.querySelector('pre.difference'), trace=d.querySelector('pre.SQL-trace');
+  function box(e){var r=e.getBoundingClientRect(); return {top:r.top,bottom:r.bottom,left:r.left,right:r.right};}
+  var ruler=document.createElement('span');
+  ruler.style.whiteSpace='pre'; ruler.style.font=getComputedStyle(trace).font; document.body.appendChild(ruler);
+  var widest=0;
+  trace.textContent.split('\n').forEach(function(l){ruler.textContent=l; widest=Math.max(widest,ruler.getBoundingClientRect().width);});
+  ruler.remove();
+  function texts(sel){return Array.prototype.map.call(diff.querySelectorAll(sel),function(e){return e.textContent;});}
+  var legs=document.querySelector('ul.legs');
+  var out={width:innerWidth, height:innerHeight, legs:[legs.scrollWidth,legs.clientWidth], cell:box(document.querySelector('td.selected')), diff:box(diff),
+    heading:d.querySelector('h2').textContent, trace:trace.textContent, widest:widest,
+    traceClient:trace.clientWidth, traceScroll:trace.scrollWidth, del:texts('.del'), add:texts('.add')};
+  var s=document.createElement('script'); s.id='probe'; s.type='application/json';
+  s.textContent=JSON.stringify(out).replace(/</g,'\\u003c'); document.body.appendChild(s);
+})();</script>"#;
+
+/// The newcomer's view (1400x1000, the whole corpus, so the matrix is taller
+/// than the window): the last FAIL cell opened by `#open=` shows its diff in
+/// the window without scrolling, next to the cell; a trace line wider than
+/// the pane wraps in it and the trace is whole; the diff's `-` and `+` lines
+/// carry the classes that colour them.
+#[test]
+fn an_open_failure_shows_in_the_window_with_its_trace_whole_and_its_diff_coloured() {
+    let Some(chromium) = chromium() else { return };
+    let dir = scratch("html-open");
+    let dialects = broken_dialects(&dir, &["sqlite"]);
+    let report = dir.join("report");
+    let o = reapcheck(&[
+        "run",
+        "--db",
+        "sqlite",
+        "--dialects",
+        &dialects.display().to_string(),
+        "--report",
+        &report.display().to_string(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let html = std::fs::read_to_string(report.join("matrix.html")).unwrap();
+    let fail_cell = "<td class=\"cell fail\" id=\"";
+    let last_fail = html.rfind(fail_cell).expect("a failing cell") + fail_cell.len();
+    let id: String = html[last_fail..].chars().take_while(|c| *c != '"').collect();
+    let page = dir.join("probed.html");
+    std::fs::write(&page, html.replace("</body>", &format!("{PROBE}</body>"))).unwrap();
+    let url = format!("file://{}#open={id}", page.display());
+    let num = |v: &Value| v.as_f64().unwrap();
+    // The probe's findings in a window of `size`, and the page's width and
+    // height, once the diff is checked to be in the page's view (its top and
+    // at least 200 px of it).
+    let probe = |size: &str| {
+        let dom = headless(&chromium, &[&format!("--window-size={size}"), "--dump-dom"], &url);
+        let dom = String::from_utf8_lossy(&dom.stdout);
+        let start = "<script id=\"probe\" type=\"application/json\">";
+        let json = &dom[dom.find(start).unwrap_or_else(|| panic!("the probe ran: {dom}")) + start.len()..];
+        let p: Value = serde_json::from_str(&json[..json.find("</script>").unwrap()]).unwrap();
+        let (width, height) = (num(&p["width"]), num(&p["height"]));
+        let diff = &p["diff"];
+        let shown = (num(&diff["bottom"]) - num(&diff["top"])).min(200.0);
+        assert!(num(&diff["top"]) >= 0.0 && num(&diff["top"]) + shown <= height, "below the fold at {size}: {p}");
+        assert!(num(&diff["left"]) >= 0.0 && num(&diff["right"]) <= width, "{p}");
+        (p, width, height)
+    };
+    // `--dump-dom` gives the page a little less than the window's height.
+    let (p, width, height) = probe("1400,1000");
+    assert!(width == 1400.0 && (800.0..=1000.0).contains(&height), "{p}");
+    // A window too narrow for the pane shows the details below the matrix,
+    // scrolled to.
+    let (narrow, width, _) = probe("700,900");
+    assert_eq!(width, 700.0, "{narrow}");
+
+    // With the pane at the side, the cell opened is in sight too, left of
+    // the pane, and the header's legs (long hashes) wrap before the pane.
+    let (smaller, _, smaller_height) = probe("1000,900");
+    for (p, height) in [(&p, height), (&smaller, smaller_height)] {
+        let (diff, cell) = (&p["diff"], &p["cell"]);
+        assert!(num(&cell["top"]) >= 0.0 && num(&cell["bottom"]) <= height, "the opened cell is out of sight: {p}");
+        assert!(num(&cell["right"]) <= num(&diff["left"]), "the pane covers the opened cell: {p}");
+        assert!(num(&p["legs"][0]) <= num(&p["legs"][1]), "the legs run under the pane: {p}");
+    }
+
+    // The case shown, from the outcome file: its trace is whole in the pane,
+    // a line of it is wider than the pane, and nothing is hidden to the right.
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(report.join("outcomes.json")).unwrap()).unwrap();
+    let heading = p["heading"].as_str().unwrap();
+    let scenario = heading.split(" on sqlite ").next().unwrap();
+    let case = json["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["scenario"] == scenario && c["target"] == "sqlite")
+        .unwrap_or_else(|| panic!("no case for {heading}"));
+    assert_eq!(p["trace"], case["trace"], "the trace is cut");
+    assert!(num(&p["widest"]) > num(&p["traceClient"]), "no trace line wider than the pane: {p}");
+    assert!(num(&p["traceScroll"]) <= num(&p["traceClient"]), "a trace line runs out of the pane: {p}");
+
+    // Every `-` line of the diff after its labels is a `del`, every `+` an `add`.
+    let text = case["diff"].as_str().unwrap();
+    let body: Vec<&str> = text[text.find("\n+++ ").unwrap() + 1..].lines().skip(1).collect();
+    let lines = |sign: char| -> Vec<Value> {
+        body.iter().filter(|l| l.starts_with(sign)).map(|l| Value::from(format!("{l}\n"))).collect()
+    };
+    assert!(!lines('-').is_empty() && !lines('+').is_empty(), "{text}");
+    assert_eq!(p["del"].as_array().unwrap(), &lines('-'), "{p}");
+    assert_eq!(p["add"].as_array().unwrap(), &lines('+'), "{p}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

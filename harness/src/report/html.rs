@@ -1,13 +1,19 @@
 //! The HTML matrix: one self-contained file (inline CSS and script, no
 //! network) with scenarios as rows grouped by concern, one column per leg
 //! and target with its server and version, and a cell per case (pass,
-//! FAIL, divergence, skipped, new). Clicking a cell shows its details: the
-//! diff, the SQL trace and the rerun command of a failure, the reason of a
-//! skip or divergence. Rows filter by status and by name. Every text from
-//! the outcome files is escaped by `html-escape`.
+//! FAIL, divergence, skipped, new). Clicking a cell shows its details in a
+//! panel fixed at the right of the window (so they show without scrolling,
+//! however far down the cell is): the diff with its `-` and `+` lines
+//! coloured, the SQL trace (long lines wrap) and the rerun command of a
+//! failure, the reason of a skip or divergence. Scenarios at the root of
+//! the scenarios folder are grouped under `(top level)`. Rows filter by
+//! status and by name. Every text from the outcome files is escaped by
+//! `html-escape`. Without JavaScript the page is the plain matrix, laid
+//! out as before the panel (the panel's layout is switched on by the
+//! script).
 //!
 //! Opening the file with `#open=<cell id>` (`#open=c-0-1`: row 0, column 1)
-//! clicks that cell once loaded, and `#status=fail&name=grace` sets the
+//! scrolls to that cell and clicks it once loaded, and `#status=fail&name=grace` sets the
 //! filters, so a link (or a headless browser) can show a case's details or
 //! a filtered view directly.
 
@@ -15,7 +21,7 @@ use std::fmt::Write as _;
 
 use html_escape::{encode_double_quoted_attribute as attr, encode_text as text};
 
-use super::matrix::Matrix;
+use super::matrix::{Matrix, Row};
 use super::outcomes::{CaseOutcome, CaseResult, Counts};
 use super::verdict::Problem;
 
@@ -23,6 +29,7 @@ const STYLE: &str = r#"
 body{font:14px/1.4 system-ui,sans-serif;margin:1em;color:#222}
 h1{font-size:1.3em;margin:0 0 .3em}
 .counts span{margin-right:1em}
+.legs{overflow-wrap:anywhere}
 .problems{background:#fde8e8;border:1px solid #d33;padding:.5em 1em}
 .bar{margin:.6em 0;display:flex;gap:1em;align-items:center;flex-wrap:wrap}
 .wrap{overflow-x:auto;max-height:70vh;overflow-y:auto}
@@ -39,18 +46,29 @@ td.skipped{background:#eee;color:#777}
 td.none{background:#fff}
 td.selected{outline:3px solid #225}
 #detail{border:1px solid #888;margin-top:1em;padding:.5em 1em;min-height:2em}
-#detail pre{background:#f8f8f8;padding:.4em;overflow-x:auto}
+body.js{margin-right:calc(var(--pane) + 2em);--pane:min(45vw,720px)}
+body.js #detail{position:fixed;top:0;right:0;bottom:0;width:var(--pane);box-sizing:border-box;margin:0;overflow:auto;background:#fff;box-shadow:-2px 0 6px #0003}
+@media (max-width:800px){body.js{margin-right:1em}body.js #detail{position:static;width:auto;box-shadow:none}}
+#detail h2{font-size:1.1em}
+#detail pre{background:#f8f8f8;padding:.4em;white-space:pre-wrap;overflow-wrap:anywhere}
+#detail .del{display:block;background:#fdd;color:#900}
+#detail .add{display:block;background:#dfd;color:#060}
+#detail .hd{display:block;font-weight:bold}
 .hidden{display:none}
 "#;
 
 const SCRIPT: &str = r#"
 (function(){
   var detail=document.getElementById('detail');
+  document.body.classList.add('js');
   function show(cell){
     document.querySelectorAll('td.selected').forEach(function(c){c.classList.remove('selected');});
     cell.classList.add('selected');
     var src=document.getElementById('d'+cell.id.slice(1));
     detail.innerHTML=src?src.innerHTML:'';
+    detail.scrollTop=0;
+    // A narrow window shows the panel below the matrix instead: bring it up.
+    if(getComputedStyle(detail).position!=='fixed'){detail.scrollIntoView();}
   }
   document.querySelectorAll('td.cell').forEach(function(cell){
     cell.addEventListener('click',function(){show(cell);});
@@ -75,7 +93,10 @@ const SCRIPT: &str = r#"
   if(params.has('name')){name.value=params.get('name');}
   filter();
   var open=params.get('open');
-  if(open&&/^c-\d+-\d+$/.test(open)){var c=document.getElementById(open); if(c){c.click();}}
+  if(open&&/^c-\d+-\d+$/.test(open)){
+    var c=document.getElementById(open);
+    if(c){c.scrollIntoView({block:'center'}); c.click();}
+  }
 })();
 "#;
 
@@ -148,21 +169,22 @@ pub fn render(matrix: &Matrix, problems: &[Problem]) -> String {
     let mut details = String::new();
     let mut concern: Option<&str> = None;
     for (i, row) in matrix.rows.iter().enumerate() {
-        if concern != Some(row.concern.as_str()) {
-            concern = Some(&row.concern);
+        let group = group(row);
+        if concern != Some(group) {
+            concern = Some(group);
             let _ = writeln!(
                 out,
                 "<tr class=\"concern\" data-concern=\"{}\"><th colspan=\"{}\">{}</th></tr>",
-                attr(&row.concern),
+                attr(group),
                 matrix.columns.len() + 1,
-                text(&row.concern)
+                text(group)
             );
         }
         let _ = write!(
             out,
             "<tr class=\"row\" data-scenario=\"{}\" data-concern=\"{}\"><td class=\"name\">{}</td>",
             attr(&row.scenario),
-            attr(&row.concern),
+            attr(group),
             text(&row.scenario)
         );
         for (j, (cell, col)) in row.cells.iter().zip(&matrix.columns).enumerate() {
@@ -182,6 +204,17 @@ pub fn render(matrix: &Matrix, problems: &[Problem]) -> String {
     let _ = writeln!(out, "<div id=\"details\" hidden>\n{details}</div>");
     let _ = writeln!(out, "<script>{SCRIPT}</script>\n</body></html>");
     out
+}
+
+/// The label the rows of a scenario at the root of the scenarios folder
+/// (no folder in its name) are grouped under.
+const TOP_LEVEL: &str = "(top level)";
+
+/// The group `row` is shown under: its concern (folder), or [`TOP_LEVEL`]
+/// for a scenario without a folder (whose concern the outcome file writes
+/// as `-`).
+fn group(row: &Row) -> &str {
+    if row.scenario.contains('/') { &row.concern } else { TOP_LEVEL }
 }
 
 /// The CSS class (and status filter value) of a result.
@@ -222,11 +255,38 @@ fn detail(c: &CaseOutcome, leg: &str) -> String {
     }
     for (label, block) in [("difference", &c.diff), ("SQL trace", &c.trace), ("rerun", &c.rerun)] {
         if let Some(b) = block {
-            let _ = write!(out, "<h3>{label}</h3><pre class=\"{}\">{}</pre>", label.replace(' ', "-"), text(b));
+            let body = if label == "difference" { diff_lines(b) } else { text(b).into_owned() };
+            let _ = write!(out, "<h3>{label}</h3><pre class=\"{}\">{body}</pre>", label.replace(' ', "-"));
         }
     }
     if let Some(h) = &c.outcome_hash {
         let _ = write!(out, "<p>outcome <code>{}</code></p>", text(h));
+    }
+    out
+}
+
+/// `diff` escaped, with its `-` (expected) lines in `<span class="del">`,
+/// its `+` (actual) lines in `<span class="add">` and its `--- `/`+++ `
+/// label pair in `<span class="hd">`. The explanation before that pair is
+/// left plain (without the pair, every line is judged by its first sign).
+fn diff_lines(diff: &str) -> String {
+    let lines: Vec<&str> = diff.split_inclusive('\n').collect();
+    let head = lines.windows(2).position(|w| w[0].starts_with("--- ") && w[1].starts_with("+++ "));
+    let mut out = String::new();
+    for (n, line) in lines.iter().enumerate() {
+        let class = match head {
+            Some(h) if n < h => None,
+            Some(h) if n <= h + 1 => Some("hd"),
+            _ if line.starts_with('-') => Some("del"),
+            _ if line.starts_with('+') => Some("add"),
+            _ => None,
+        };
+        match class {
+            Some(class) => {
+                let _ = write!(out, "<span class=\"{class}\">{}</span>", text(line));
+            }
+            None => out.push_str(&text(line)),
+        }
     }
     out
 }
@@ -257,5 +317,42 @@ mod tests {
         assert!(html.contains("reapcheck run --db postgres --exact grace/a"), "{html}");
         assert!(!html.contains("http://") && !html.contains("https://"), "no network: {html}");
         assert!(html.contains("<select id=\"status\">") && html.contains("<input id=\"name\""));
+    }
+
+    #[test]
+    fn a_scenario_without_a_folder_is_grouped_under_top_level() {
+        use CaseResult::*;
+        // A user's own `stopped-heartbeat.yaml` at the root of their
+        // scenarios folder: its concern in the outcome file is `-`.
+        let l = leg("pg", &[("stopped-heartbeat", "model", Pass, "h"), ("grace/a", "model", Pass, "h")]);
+        assert_eq!(l.cases[0].concern, "-");
+        let html = render(&Matrix::new(&[l]), &[]);
+        assert!(
+            html.contains("<tr class=\"concern\" data-concern=\"(top level)\"><th colspan=\"2\">(top level)</th></tr>"),
+            "{html}"
+        );
+        assert!(
+            html.contains("<tr class=\"row\" data-scenario=\"stopped-heartbeat\" data-concern=\"(top level)\">"),
+            "{html}"
+        );
+        assert!(html.contains("<th colspan=\"2\">grace</th>"), "{html}");
+        assert!(!html.contains("<th colspan=\"2\">-</th>"), "{html}");
+    }
+
+    #[test]
+    fn diff_lines_carry_their_sign_s_class_and_stay_escaped() {
+        let diff =
+            "expect.status: expected a, got b\n-<x> explained\n--- model\n+++ pg\n same\n-old <a>\n+new & b\n...\n";
+        assert_eq!(
+            diff_lines(diff),
+            "expect.status: expected a, got b\n-&lt;x&gt; explained\n<span class=\"hd\">--- model\n</span>\
+             <span class=\"hd\">+++ pg\n</span> same\n<span class=\"del\">-old &lt;a&gt;\n</span>\
+             <span class=\"add\">+new &amp; b\n</span>...\n"
+        );
+        assert_eq!(diff_lines("-a\n+b"), "<span class=\"del\">-a\n</span><span class=\"add\">+b</span>");
+        let l = leg("pg", &[("grace/a", "postgres", CaseResult::Fail, "")]);
+        let html = render(&Matrix::new(&[l]), &[]);
+        assert!(html.contains("<pre class=\"difference\"><span class=\"hd\">--- model\n</span>"), "{html}");
+        assert!(html.contains("<span class=\"add\">+b &lt;tag&gt;\n</span>"), "{html}");
     }
 }
