@@ -285,3 +285,20 @@ fn add_by_a_target_name_suggests_running_that_target() {
     assert!(o.status.success(), "{out}{}", stderr(&o));
     assert!(out.contains("`reapcheck check` and `reapcheck run --db mariadb`"), "{out}");
 }
+
+#[test]
+fn init_in_a_folder_of_a_project_refuses_to_split_it_unless_forced() {
+    // Run from a subfolder, a plain init would write a second project that
+    // the first reapcheck.toml no longer governs below it.
+    let scratch = initialised("nested");
+    let before = scratch.tree();
+    let sub = scratch.path("reapcheck/dialects/postgres");
+    let o = reapcheck_in(&sub, &["init", "--from", "postgres"]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{}{err}", stdout(&o));
+    assert!(err.contains("reapcheck.toml already sets up a project above") && err.contains("init --add"), "{err}");
+    assert_eq!(scratch.tree(), before, "nothing was written");
+    let o = reapcheck_in(&sub, &["init", "--from", "postgres", "--force"]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert!(sub.join("reapcheck.toml").is_file());
+}

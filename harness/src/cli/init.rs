@@ -87,6 +87,14 @@ fn repository_root_above(dir: &std::path::Path) -> Option<std::path::PathBuf> {
     dir.ancestors().skip(1).find(|a| a.join(".git").exists()).map(std::path::Path::to_path_buf)
 }
 
+/// The `reapcheck.toml` of a folder above `dir` (not `dir` itself, which
+/// the existing-file check covers), if any: the project `run` would use
+/// there until an `init` in `dir` split it.
+fn project_above(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+    let dir = std::fs::canonicalize(dir).ok()?;
+    dir.ancestors().skip(1).map(|a| a.join(FILE_NAME)).find(|f| f.is_file())
+}
+
 /// Writes the files; exit 2 (writing nothing) when one exists without
 /// `--force`, or `--from` names an unknown dialect. With `--add`, ports one
 /// more dialect in the project instead (exit 2, writing nothing, for an
@@ -103,6 +111,17 @@ pub fn init(args: InitArgs) -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => invalid(e),
         };
+    }
+    if let Some(outer) = project_above(&args.dir)
+        && !args.force
+    {
+        return invalid(format!(
+            "{} already sets up a project above {}: nothing was written; run `reapcheck init --add <dialect>` to \
+             port one more dialect in it, or give --force to set up a second project here (which that file would \
+             no longer govern below this folder)",
+            outer.display(),
+            args.dir.display()
+        ));
     }
     let mut chosen: Vec<String> = Vec::new();
     for name in args.from.as_deref().unwrap_or_default().split(',').map(str::trim).filter(|s| !s.is_empty()) {
