@@ -25,15 +25,14 @@
 //! random race. With the shipped dialects every rule holds; with either
 //! check missing, every round of its kind reclaims one death twice.
 
-use super::check::{Expectations, JobWindows};
-use super::history::{Entry, Op, ReapKind, Res, Scanned, Task};
-use super::workload::{self, GRACE, MAX_RETRIES, Place, Race, RaceError, TIMEOUT};
+use super::check::Expectations;
+use super::history::{Entry, Op, Res, Scanned, Task};
+use super::workload::{self, GRACE, Place, Race, RaceError, TIMEOUT};
 use crate::backend::Connection;
 use crate::dialect::Dialect;
-use crate::engine::{Call, Engine, ReapGuard, Reply};
-use crate::rules::{self, ReapAction};
+use crate::engine::{Call, Engine};
 use crate::scenario::Schema;
-use crate::sql::{SqlEngine, namespace_script};
+use crate::sql::SqlEngine;
 use crate::time::{Duration, Instant};
 
 /// Seconds reaper 0's clock runs ahead of the others'.
@@ -43,8 +42,7 @@ pub const ROUND: i64 = 200;
 
 /// What the checker must be told about a directed race of `rounds` jobs.
 pub fn expectations(rounds: u32) -> Expectations {
-    let windows = JobWindows { grace: GRACE, claim_window: rules::claim_window(TIMEOUT) };
-    Expectations { jobs: (0..rounds).map(|k| (job(k), windows)).collect() }
+    workload::expectations_of((0..rounds).map(job))
 }
 
 /// The job of round `k`: even ids are idempotent ([`workload`]'s classes).
@@ -56,61 +54,26 @@ fn job(k: u32) -> String {
 /// statements; the namespace is dropped afterwards, also when a statement
 /// failed.
 pub async fn run(place: Place<'_>, dialect: &Dialect, rounds: u32) -> Result<Race, RaceError> {
-    let namespace = crate::namespace::fresh();
-    let mut admin = workload::open(&place, dialect).await?;
-    let result = match namespace_script(&mut admin, dialect, "create_namespace", &namespace).await {
-        Ok(()) => run_in(&place, dialect, rounds, &namespace, &mut admin).await,
-        Err(e) => Err(e.into()),
-    };
-    let dropped = namespace_script(&mut admin, dialect, "drop_namespace", &namespace).await;
-    admin.close().await;
-    let race = result?;
-    dropped.map_err(|e| RaceError(format!("the race ran but its namespace {namespace} was not dropped: {e}")))?;
-    Ok(race)
-}
-
-async fn run_in(
-    place: &Place<'_>,
-    dialect: &Dialect,
-    rounds: u32,
-    namespace: &str,
-    admin: &mut Connection,
-) -> Result<Race, RaceError> {
-    let started = std::time::Instant::now();
-    namespace_script(admin, dialect, "enter_namespace", namespace).await?;
-    // Whole seconds: exact at every dialect's resolution.
-    let now = Instant::from_chrono(chrono::Utc::now()).unix_micros();
-    let origin = Instant::from_unix_micros(now.div_euclid(1_000_000) * 1_000_000);
-    {
-        let mut engine = SqlEngine::new(dialect, Schema::Standard, admin);
-        engine.call(Call::CreateSchema).await?;
+    workload::in_namespace(&place, dialect, async |admin, namespace| {
+        let started = std::time::Instant::now();
+        // Whole seconds: exact at every dialect's resolution.
+        let now = Instant::from_chrono(chrono::Utc::now()).unix_micros();
+        let origin = Instant::from_unix_micros(now.div_euclid(1_000_000) * 1_000_000);
+        workload::set_up(admin, dialect, namespace, (0..rounds).map(job), origin).await?;
+        let mut conns = workload::task_connections(&place, dialect, namespace, 4).await?;
+        let mut script = Script { dialect, history: Vec::new(), seq: 0 };
+        let [w0, w1, r0, r1] = conns.as_mut_slice() else { unreachable!("four connections were opened") };
         for k in 0..rounds {
-            let id = job(k);
-            let (class, _) = workload::class_of(&id);
-            engine.call(Call::InsertJob(workload::pending(id, class, origin))).await?;
+            let base = origin + Duration::from_secs(i64::from(k + 1) * ROUND);
+            script.round(k, base, [w0, w1, r0, r1]).await;
         }
-    }
-    let mut conns = Vec::new();
-    for _ in 0..4 {
-        let mut conn = workload::open(place, dialect).await?;
-        namespace_script(&mut conn, dialect, "enter_namespace", namespace).await?;
-        conns.push(conn);
-    }
-    let mut script = Script { dialect, history: Vec::new(), seq: 0 };
-    let [w0, w1, r0, r1] = conns.as_mut_slice() else { unreachable!("four connections were opened") };
-    for k in 0..rounds {
-        let base = origin + Duration::from_secs(i64::from(k + 1) * ROUND);
-        script.round(k, base, [w0, w1, r0, r1]).await;
-    }
-    for conn in conns {
-        conn.close().await;
-    }
-    let mut engine = SqlEngine::new(dialect, Schema::Standard, admin);
-    let rows = match engine.call(Call::ReadJobs).await? {
-        Reply::Jobs(rows) => rows,
-        other => return Err(RaceError(format!("read_jobs returned {other:?}"))),
-    };
-    Ok(Race { history: script.history, rows, elapsed: started.elapsed().as_secs_f64() })
+        for conn in conns {
+            conn.close().await;
+        }
+        let rows = workload::final_rows(admin, dialect).await?;
+        Ok(Race { history: script.history, rows, elapsed: started.elapsed().as_secs_f64() })
+    })
+    .await
 }
 
 /// The history being written, one awaited operation after another.
@@ -124,15 +87,7 @@ impl Script<'_> {
     /// Runs `call` on `conn` as `task` and records it as `op`.
     async fn record(&mut self, conn: &mut Connection, task: Task, op: Op, call: Call) -> Res {
         let start = self.seq;
-        let mut engine = SqlEngine::new(self.dialect, Schema::Standard, conn);
-        let res = match engine.call(call).await {
-            Ok(Reply::Changed(n)) => Res::Changed(n),
-            Ok(Reply::Candidates(rows)) => Res::Scanned(
-                rows.into_iter().map(|c| Scanned { job: c.id, attempts: c.attempts, has_beat: c.has_beat }).collect(),
-            ),
-            Ok(other) => Res::Error(format!("unexpected reply {other:?}")),
-            Err(e) => Res::Error(e.to_string()),
-        };
+        let res = workload::res_of(SqlEngine::new(self.dialect, Schema::Standard, conn).call(call).await);
         self.seq += 2;
         self.history.push(Entry { task, start, end: start + 1, op, res: res.clone() });
         res
@@ -201,22 +156,9 @@ impl Script<'_> {
     }
 
     /// The guarded reap of the scanned `row` at `now`, as a reaper task
-    /// does it ([`workload`]'s reaper: `cutoff = now - window`).
+    /// does it ([`workload::reap_of`]).
     async fn reap(&mut self, conn: &mut Connection, task: Task, row: &Scanned, now: Instant) {
-        let (_, class) = workload::class_of(&row.job);
-        let claim_window = rules::claim_window(rules::row_timeout(Some(TIMEOUT), rules::poll_timeout(None)));
-        let window = rules::window(row.has_beat, class.grace(GRACE), claim_window);
-        let guard =
-            ReapGuard { id: row.job.clone(), attempts: row.attempts, cutoff: now + Duration::from_secs(-window) };
-        let (kind, call) = match rules::reap_action(&class, row.attempts, MAX_RETRIES) {
-            ReapAction::Interrupt => (ReapKind::Interrupt, Call::ReapInterrupt { guard: guard.clone(), now }),
-            ReapAction::Fail => (ReapKind::Fail, Call::ReapFail { guard: guard.clone(), now }),
-            ReapAction::Retry { delay } => (
-                ReapKind::Retry,
-                Call::ReapRetry { guard: guard.clone(), now, run_at: now + Duration::from_secs(delay) },
-            ),
-        };
-        let op = Op::Reap { kind, job: row.job.clone(), attempts: row.attempts, cutoff: guard.cutoff, now };
+        let (op, call) = workload::reap_of(row, now);
         self.record(conn, task, op, call).await;
     }
 }

@@ -68,10 +68,15 @@ pub struct Settings {
 impl Settings {
     /// What the checker must be told about these settings.
     pub fn expectations(&self) -> Expectations {
-        let windows = JobWindows { grace: GRACE, claim_window: rules::claim_window(TIMEOUT) };
-        let jobs = (0..self.jobs).map(|i| (job_id(i), windows)).collect();
-        Expectations { jobs }
+        expectations_of((0..self.jobs).map(job_id))
     }
+}
+
+/// What the checker must be told about a race that inserted `jobs`: each
+/// with the race classes' windows.
+pub(super) fn expectations_of(jobs: impl IntoIterator<Item = String>) -> Expectations {
+    let windows = JobWindows { grace: GRACE, claim_window: rules::claim_window(TIMEOUT) };
+    Expectations { jobs: jobs.into_iter().map(|id| (id, windows)).collect() }
 }
 
 pub(super) fn job_id(i: u32) -> String {
@@ -134,10 +139,23 @@ impl From<BackendError> for RaceError {
 /// its history and final rows. The namespace is dropped afterwards, also
 /// when the race failed.
 pub async fn run(place: Place<'_>, dialect: &Dialect, settings: &Settings) -> Result<Race, RaceError> {
+    in_namespace(&place, dialect, async |admin, namespace| race_in(&place, dialect, settings, namespace, admin).await)
+        .await
+}
+
+/// Runs `body` with an admin connection (not yet inside it) and the name
+/// of a fresh namespace on `place`, which is dropped afterwards, also when
+/// `body` failed: the frame of every race ([`run`],
+/// [`super::directed::run`]).
+pub(super) async fn in_namespace(
+    place: &Place<'_>,
+    dialect: &Dialect,
+    body: impl AsyncFnOnce(&mut Connection, &str) -> Result<Race, RaceError>,
+) -> Result<Race, RaceError> {
     let namespace = crate::namespace::fresh();
-    let mut admin = open(&place, dialect).await?;
+    let mut admin = open(place, dialect).await?;
     let result = match namespace_script(&mut admin, dialect, "create_namespace", &namespace).await {
-        Ok(()) => race_in(&place, dialect, settings, &namespace, &mut admin).await,
+        Ok(()) => body(&mut admin, &namespace).await,
         Err(e) => Err(e.into()),
     };
     let dropped = namespace_script(&mut admin, dialect, "drop_namespace", &namespace).await;
@@ -145,6 +163,80 @@ pub async fn run(place: Place<'_>, dialect: &Dialect, settings: &Settings) -> Re
     let race = result?;
     dropped.map_err(|e| RaceError(format!("the race ran but its namespace {namespace} was not dropped: {e}")))?;
     Ok(race)
+}
+
+/// Enters `namespace` on `admin`, creates the tables and inserts `jobs`,
+/// each pending at `at`.
+pub(super) async fn set_up(
+    admin: &mut Connection,
+    dialect: &Dialect,
+    namespace: &str,
+    jobs: impl IntoIterator<Item = String>,
+    at: Instant,
+) -> Result<(), RaceError> {
+    namespace_script(admin, dialect, "enter_namespace", namespace).await?;
+    let mut engine = SqlEngine::new(dialect, Schema::Standard, admin);
+    engine.call(Call::CreateSchema).await?;
+    for id in jobs {
+        let (class, _) = class_of(&id);
+        engine.call(Call::InsertJob(pending(id, class, at))).await?;
+    }
+    Ok(())
+}
+
+/// `n` connections to `place`, each inside `namespace`: one per task.
+pub(super) async fn task_connections(
+    place: &Place<'_>,
+    dialect: &Dialect,
+    namespace: &str,
+    n: u32,
+) -> Result<Vec<Connection>, RaceError> {
+    let mut conns = Vec::new();
+    for _ in 0..n {
+        let mut conn = open(place, dialect).await?;
+        namespace_script(&mut conn, dialect, "enter_namespace", namespace).await?;
+        conns.push(conn);
+    }
+    Ok(conns)
+}
+
+/// `read_jobs` on `admin`: the rows a race left.
+pub(super) async fn final_rows(admin: &mut Connection, dialect: &Dialect) -> Result<Vec<JobState>, RaceError> {
+    match SqlEngine::new(dialect, Schema::Standard, admin).call(Call::ReadJobs).await? {
+        Reply::Jobs(rows) => Ok(rows),
+        other => Err(RaceError(format!("read_jobs returned {other:?}"))),
+    }
+}
+
+/// What a statement's reply is in the history.
+pub(super) fn res_of(reply: Result<Reply, EngineError>) -> Res {
+    match reply {
+        Ok(Reply::Changed(n)) => Res::Changed(n),
+        Ok(Reply::Candidates(rows)) => Res::Scanned(
+            rows.into_iter().map(|c| Scanned { job: c.id, attempts: c.attempts, has_beat: c.has_beat }).collect(),
+        ),
+        Ok(other) => Res::Error(format!("unexpected reply {other:?}")),
+        Err(e) => Res::Error(e.to_string()),
+    }
+}
+
+/// The guarded reap of a scanned `row` at `now` (spec "reap"): the
+/// class's action, `cutoff = now - window`, as the operation to record
+/// and the call to run.
+pub(super) fn reap_of(row: &Scanned, now: Instant) -> (Op, Call) {
+    let (_, class) = class_of(&row.job);
+    let claim_window = rules::claim_window(rules::row_timeout(Some(TIMEOUT), rules::poll_timeout(None)));
+    let window = rules::window(row.has_beat, class.grace(GRACE), claim_window);
+    let guard = ReapGuard { id: row.job.clone(), attempts: row.attempts, cutoff: now + Duration::from_secs(-window) };
+    let (kind, call) = match rules::reap_action(&class, row.attempts, MAX_RETRIES) {
+        ReapAction::Interrupt => (ReapKind::Interrupt, Call::ReapInterrupt { guard: guard.clone(), now }),
+        ReapAction::Fail => (ReapKind::Fail, Call::ReapFail { guard: guard.clone(), now }),
+        ReapAction::Retry { delay } => {
+            (ReapKind::Retry, Call::ReapRetry { guard: guard.clone(), now, run_at: now + Duration::from_secs(delay) })
+        }
+    };
+    let op = Op::Reap { kind, job: row.job.clone(), attempts: row.attempts, cutoff: guard.cutoff, now };
+    (op, call)
 }
 
 pub(super) async fn open(place: &Place<'_>, dialect: &Dialect) -> Result<Connection, RaceError> {
@@ -163,26 +255,11 @@ async fn race_in(
     namespace: &str,
     admin: &mut Connection,
 ) -> Result<Race, RaceError> {
-    namespace_script(admin, dialect, "enter_namespace", namespace).await?;
     let origin = Instant::from_chrono(chrono::Utc::now());
     let started = std::time::Instant::now();
     let clock = Clock { origin, started, scale: i64::from(settings.scale.max(1)), offset: Duration::ZERO, dialect };
-    {
-        let mut engine = SqlEngine::new(dialect, Schema::Standard, admin);
-        engine.call(Call::CreateSchema).await?;
-        let start = clock.now();
-        for i in 0..settings.jobs {
-            let id = job_id(i);
-            let (class, _) = class_of(&id);
-            engine.call(Call::InsertJob(pending(id, class, start))).await?;
-        }
-    }
-    let mut conns = Vec::new();
-    for _ in 0..settings.workers + settings.reapers {
-        let mut conn = open(place, dialect).await?;
-        namespace_script(&mut conn, dialect, "enter_namespace", namespace).await?;
-        conns.push(conn);
-    }
+    set_up(admin, dialect, namespace, (0..settings.jobs).map(job_id), clock.now()).await?;
+    let mut conns = task_connections(place, dialect, namespace, settings.workers + settings.reapers).await?;
     let recorder = Recorder { seq: AtomicU64::new(0), entries: Mutex::new(Vec::new()) };
     let deadline = started + std::time::Duration::from_secs_f64(settings.seconds);
     let shared = Shared { dialect, settings, recorder: &recorder, deadline };
@@ -211,11 +288,7 @@ async fn race_in(
     for conn in conns {
         conn.close().await;
     }
-    let mut engine = SqlEngine::new(dialect, Schema::Standard, admin);
-    let rows = match engine.call(Call::ReadJobs).await? {
-        Reply::Jobs(rows) => rows,
-        other => return Err(RaceError(format!("read_jobs returned {other:?}"))),
-    };
+    let rows = final_rows(admin, dialect).await?;
     let history = recorder.entries.into_inner().unwrap_or_else(|e| e.into_inner());
     Ok(Race { history, rows, elapsed })
 }
@@ -348,14 +421,7 @@ impl Actor<'_> {
         let recorder = self.shared.recorder;
         let start = recorder.seq.fetch_add(1, Ordering::SeqCst);
         let (op, call) = make(self.clock.now());
-        let res = match self.engine.call(call).await {
-            Ok(Reply::Changed(n)) => Res::Changed(n),
-            Ok(Reply::Candidates(rows)) => Res::Scanned(
-                rows.into_iter().map(|c| Scanned { job: c.id, attempts: c.attempts, has_beat: c.has_beat }).collect(),
-            ),
-            Ok(other) => Res::Error(format!("unexpected reply {other:?}")),
-            Err(e) => Res::Error(e.to_string()),
-        };
+        let res = res_of(self.engine.call(call).await);
         let end = recorder.seq.fetch_add(1, Ordering::SeqCst);
         let entry = Entry { task: self.task, start, end, op, res: res.clone() };
         recorder.entries.lock().unwrap_or_else(|e| e.into_inner()).push(entry);
@@ -495,23 +561,7 @@ impl Actor<'_> {
                 self.sleep(pause).await;
             }
             for row in rows {
-                let (_, class) = class_of(&row.job);
-                let claim_window = rules::claim_window(rules::row_timeout(Some(TIMEOUT), rules::poll_timeout(None)));
-                let window = rules::window(row.has_beat, class.grace(GRACE), claim_window);
-                let guard = ReapGuard {
-                    id: row.job.clone(),
-                    attempts: row.attempts,
-                    cutoff: now + Duration::from_secs(-window),
-                };
-                let (kind, call) = match rules::reap_action(&class, row.attempts, MAX_RETRIES) {
-                    ReapAction::Interrupt => (ReapKind::Interrupt, Call::ReapInterrupt { guard: guard.clone(), now }),
-                    ReapAction::Fail => (ReapKind::Fail, Call::ReapFail { guard: guard.clone(), now }),
-                    ReapAction::Retry { delay } => (
-                        ReapKind::Retry,
-                        Call::ReapRetry { guard: guard.clone(), now, run_at: now + Duration::from_secs(delay) },
-                    ),
-                };
-                let op = Op::Reap { kind, job: row.job, attempts: row.attempts, cutoff: guard.cutoff, now };
+                let (op, call) = reap_of(&row, now);
                 self.record(|_| (op, call)).await;
             }
             let poll = settings.poll * 1_000_000;
