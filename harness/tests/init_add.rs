@@ -1,67 +1,29 @@
 //! `reapcheck init --add <dialect>`: a second dialect ported in a project
 //! that `init` set up, with the user's edits to every other file kept.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+use common::{Scratch, root, stderr, stdout};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().expect("the workspace exists")
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Every file below `scratch`, by relative path, with its bytes.
+fn tree(scratch: &Scratch) -> BTreeMap<String, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    files(&scratch.0, &scratch.0, &mut out);
+    out
+}
+
+/// A scratch repository (`.git` present) for test `name`.
+fn repository(name: &str) -> Scratch {
+    let scratch = Scratch::new("init-add", name);
+    std::fs::create_dir_all(scratch.path(".git")).expect("a repository");
+    scratch
 }
 
 /// Runs the binary in `dir` with no target, setting or CI configured.
-fn reapcheck_in(dir: &Path, args: &[&str]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_reapcheck"));
-    cmd.args(args).current_dir(dir);
-    for v in ["REAPCHECK_REQUIRE", "REAPCHECK_DB", "REAPCHECK_DIALECTS", "REAPCHECK_SCENARIOS", "CI"] {
-        cmd.env_remove(v);
-    }
-    for t in reapcheck::target::Target::ALL {
-        cmd.env_remove(t.url_variable());
-    }
-    cmd.output().expect("the binary runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// A scratch repository (a folder with `.git`) outside this one, removed
-/// when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("reapcheck-init-add-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(dir.join(".git")).expect("temp dir");
-        Scratch(dir)
-    }
-
-    fn path(&self, rel: &str) -> PathBuf {
-        self.0.join(rel)
-    }
-
-    fn read(&self, rel: &str) -> String {
-        std::fs::read_to_string(self.path(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
-    }
-
-    /// Every file below the folder, by relative path, with its bytes.
-    fn tree(&self) -> BTreeMap<String, Vec<u8>> {
-        let mut out = BTreeMap::new();
-        files(&self.0, &self.0, &mut out);
-        out
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+fn reapcheck_in(dir: &Path, args: &[&str]) -> std::process::Output {
+    common::clean_run(dir, args)
 }
 
 fn files(base: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
@@ -88,7 +50,7 @@ const BUILTIN_LINE: &str = "builtin_dialects = [\"cockroach\", \"mssql\", \"mysq
 /// `init --from postgres`, then the user's own edits: a comment in
 /// reapcheck.toml and a line in the example scenario.
 fn initialised(name: &str) -> Scratch {
-    let scratch = Scratch::new(name);
+    let scratch = repository(name);
     let o = reapcheck_in(&scratch.0, &["init", "--from", "postgres"]);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     let config = scratch.read("reapcheck.toml");
@@ -104,13 +66,13 @@ fn initialised(name: &str) -> Scratch {
 #[test]
 fn add_copies_the_shipped_dialect_and_edits_only_builtin_dialects_keeping_every_other_byte() {
     let scratch = initialised("second");
-    let before = scratch.tree();
+    let before = tree(&scratch);
     let o = reapcheck_in(&scratch.0, &["init", "--add", "mysql"]);
     let out = stdout(&o);
     assert!(o.status.success(), "{out}{}", stderr(&o));
 
     // The copy is the shipped folder, byte for byte, its declarations included.
-    let after = scratch.tree();
+    let after = tree(&scratch);
     let copied: BTreeMap<String, Vec<u8>> = after
         .iter()
         .filter_map(|(p, b)| p.strip_prefix("reapcheck/dialects/mysql/").map(|f| (f.to_owned(), b.clone())))
@@ -159,7 +121,7 @@ fn add_refuses_a_dialect_already_ported_and_an_unknown_one_writing_nothing() {
     // The user's port begins.
     let reaper = "reapcheck/dialects/mysql/reaper.sql";
     std::fs::write(scratch.path(reaper), "-- ours\n").unwrap();
-    let before = scratch.tree();
+    let before = tree(&scratch);
 
     for name in ["mysql", "mariadb"] {
         let o = reapcheck_in(&scratch.0, &["init", "--add", name]);
@@ -171,7 +133,7 @@ fn add_refuses_a_dialect_already_ported_and_an_unknown_one_writing_nothing() {
                 && err.contains("move that folder away and run `reapcheck init --add mysql` again"),
             "{err}"
         );
-        assert_eq!(scratch.tree(), before, "nothing was written");
+        assert_eq!(tree(&scratch), before, "nothing was written");
     }
 
     let o = reapcheck_in(&scratch.0, &["init", "--add", "oracle"]);
@@ -183,13 +145,13 @@ fn add_refuses_a_dialect_already_ported_and_an_unknown_one_writing_nothing() {
         "{}",
         stderr(&o)
     );
-    assert_eq!(scratch.tree(), before, "nothing was written");
+    assert_eq!(tree(&scratch), before, "nothing was written");
     assert_eq!(scratch.read(reaper), "-- ours\n");
 }
 
 #[test]
 fn add_outside_an_initialised_project_points_at_init_from_and_writes_nothing() {
-    let scratch = Scratch::new("outside");
+    let scratch = repository("outside");
     let o = reapcheck_in(&scratch.0, &["init", "--add", "sqlite"]);
     assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
     let err = stderr(&o);
@@ -198,7 +160,7 @@ fn add_outside_an_initialised_project_points_at_init_from_and_writes_nothing() {
             && err.contains("run `reapcheck init --from sqlite` in your repository's root"),
         "{err}"
     );
-    assert_eq!(scratch.tree(), BTreeMap::new(), "nothing was written");
+    assert_eq!(tree(&scratch), BTreeMap::new(), "nothing was written");
 }
 
 #[test]
@@ -231,7 +193,7 @@ fn the_unported_dialect_error_names_init_add_and_following_it_makes_run_pass() {
 
 #[test]
 fn add_after_an_init_without_from_keeps_the_other_dialects_on_reapchecks_sql() {
-    let scratch = Scratch::new("bare");
+    let scratch = repository("bare");
     let o = reapcheck_in(&scratch.0, &["init"]);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     let before = scratch.read("reapcheck.toml");
@@ -291,13 +253,13 @@ fn init_in_a_folder_of_a_project_refuses_to_split_it_unless_forced() {
     // Run from a subfolder, a plain init would write a second project that
     // the first reapcheck.toml no longer governs below it.
     let scratch = initialised("nested");
-    let before = scratch.tree();
+    let before = tree(&scratch);
     let sub = scratch.path("reapcheck/dialects/postgres");
     let o = reapcheck_in(&sub, &["init", "--from", "postgres"]);
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{}{err}", stdout(&o));
     assert!(err.contains("reapcheck.toml already sets up a project above") && err.contains("init --add"), "{err}");
-    assert_eq!(scratch.tree(), before, "nothing was written");
+    assert_eq!(tree(&scratch), before, "nothing was written");
     let o = reapcheck_in(&sub, &["init", "--from", "postgres", "--force"]);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     assert!(sub.join("reapcheck.toml").is_file());

@@ -8,40 +8,26 @@
 //! SQLite always runs; PostgreSQL and MariaDB run when
 //! `REAPCHECK_POSTGRES_URL` / `REAPCHECK_MARIADB_URL` are set.
 
-use std::path::{Path, PathBuf};
+mod common;
+use common::{Scratch, root, stderr, stdout};
+
 use std::process::{Command, Output};
 
 use reapcheck::dialect::{Dialect, Source};
 use reapcheck::mutate::kill::{Found, KillOrder, first_killer};
 use reapcheck::scenario::Schema;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().expect("the workspace exists")
-}
-
 fn reapcheck(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_reapcheck")).args(args).current_dir(root()).output().expect("reapcheck runs")
 }
 
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
+/// The copies a test makes in its scratch folder.
+trait Copies {
+    fn dialect(&self, dialect: &str, file: &str, from: &str, to: &str, declarations: &str) -> String;
+    fn scenarios(&self) -> String;
 }
 
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-/// A scratch folder, removed when dropped.
-struct Scratch(PathBuf);
-
-impl Scratch {
-    fn new(name: &str) -> Scratch {
-        let dir = std::env::temp_dir().join(format!("reapcheck-mutate-versions-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("a scratch folder");
-        Scratch(dir)
-    }
-
+impl Copies for Scratch {
     /// A copy of `dialects/<dialect>` under `dialects/`, with `from`
     /// replaced by `to` in `file` and the declarations replaced by
     /// `declarations`; returns the dialects folder.
@@ -71,12 +57,6 @@ impl Scratch {
     }
 }
 
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// The targets to run (target, dialect, `read_leases`'s ORDER BY there):
 /// sqlite, and postgres and mariadb when their URLs are set.
 fn targets() -> Vec<(&'static str, &'static str, &'static str)> {
@@ -98,7 +78,7 @@ const LEASES: &str = "SELECT name, owner, expires_at FROM job_leases ";
 #[test]
 fn a_mutant_the_server_cannot_compile_is_not_applicable_and_left_out_of_the_score() {
     for (target, dialect, order) in targets() {
-        let scratch = Scratch::new(&format!("compile-{target}"));
+        let scratch = Scratch::new("mutate-versions", &format!("compile-{target}"));
         let from = format!("{LEASES}{order}");
         let dialects = scratch.dialect(dialect, "readback.sql", &from, &format!("{LEASES}ORDER BY 1"), "");
         let scenarios = scratch.scenarios();
@@ -202,7 +182,7 @@ fn hash_of(dialects: &str, id: &str) -> String {
 
 #[test]
 fn declarations_hold_on_their_servers_and_reasoned_ones_are_listed_and_fail_when_killed() {
-    let scratch = Scratch::new("servers");
+    let scratch = Scratch::new("mutate-versions", "servers");
     let dialects = scratch.dialect("sqlite", "readback.sql", "ORDER BY", "ORDER BY", "");
     let scenarios = scratch.scenarios();
     let survivor = "read_jobs: drop ORDER BY";

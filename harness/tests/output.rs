@@ -5,17 +5,12 @@ mod common;
 use common::Scratch;
 
 use std::path::Path;
-use std::process::Command;
 
-/// The binary in `dir`, no `REAPCHECK_*` setting from the caller.
+/// The binary in `dir` with none of the caller's settings: its exit code
+/// and its stdout and stderr together.
 fn reapcheck(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_reapcheck"));
-    cmd.args(args).current_dir(dir);
-    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("REAPCHECK_")) {
-        cmd.env_remove(key);
-    }
-    let o = cmd.output().expect("the binary runs");
-    (o.status.code(), format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)))
+    let o = common::clean_run(dir, args);
+    (o.status.code(), format!("{}{}", common::stdout(&o), common::stderr(&o)))
 }
 
 #[test]
@@ -89,11 +84,7 @@ fn allow_skip_does_not_pass_a_run_that_judged_nothing_on_a_database() {
 #[test]
 fn a_url_its_driver_cannot_read_is_invalid_input_and_nothing_runs() {
     let scratch = Scratch::new("output", "bad-url");
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_reapcheck"));
-    cmd.args(["run", "--db", "sqlite,mssql"]).current_dir(&scratch.0);
-    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("REAPCHECK_")) {
-        cmd.env_remove(key);
-    }
+    let mut cmd = common::clean_command(&scratch.0, &["run", "--db", "sqlite,mssql"]);
     let bad = "mssql://sa:Sekrit-1@127.0.0.1:1433/master?trustServerCertificate=maybe";
     let o = cmd.env("REAPCHECK_MSSQL_URL", bad).output().expect("the binary runs");
     let (out, err) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));

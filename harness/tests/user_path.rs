@@ -6,41 +6,21 @@
 //! does not report coverage as missing.
 
 mod common;
-use common::Scratch;
+use common::{Scratch, root, stderr, stdout};
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().expect("the workspace exists")
-}
-
 /// The binary in `dir`, with no target, setting or CI configured.
 fn command_in(dir: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_reapcheck"));
-    cmd.args(args).current_dir(dir);
-    for v in ["REAPCHECK_REQUIRE", "REAPCHECK_DB", "REAPCHECK_DIALECTS", "REAPCHECK_SCENARIOS", "CI"] {
-        cmd.env_remove(v);
-    }
-    for t in reapcheck::target::Target::ALL {
-        cmd.env_remove(t.url_variable());
-    }
-    cmd
+    common::clean_command(dir, args)
 }
 
 fn reapcheck_in(dir: &Path, args: &[&str]) -> Output {
-    command_in(dir, args).output().expect("the binary runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+    common::clean_run(dir, args)
 }
 
 const IDLE: &str = "description: an idle queue\nclasses:\n  C: { timeout: 300 }\njobs: []\nsteps: [ reap ]\n";

@@ -8,17 +8,12 @@ mod common;
 use common::Scratch;
 
 use std::path::Path;
-use std::process::Command;
 
-/// The binary run in `dir` with no `REAPCHECK_*` setting from the caller.
+/// The binary in `dir` with none of the caller's settings: its exit code
+/// and its stdout and stderr together.
 fn reapcheck(dir: &Path, args: &[&str]) -> (Option<i32>, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_reapcheck"));
-    cmd.args(args).current_dir(dir);
-    for (key, _) in std::env::vars().filter(|(k, _)| k.starts_with("REAPCHECK_")) {
-        cmd.env_remove(key);
-    }
-    let o = cmd.output().expect("the binary runs");
-    (o.status.code(), format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)))
+    let o = common::clean_run(dir, args);
+    (o.status.code(), format!("{}{}", common::stdout(&o), common::stderr(&o)))
 }
 
 /// Runs leg `leg` on sqlite in `dir` with `extra` arguments, its reports
