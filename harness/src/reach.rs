@@ -163,7 +163,10 @@ pub fn wrong_server(target: Target, version: &str) -> Option<String> {
 /// embedded); the error is the backend's, which may hold the URL: redact it
 /// ([`redact::message`]) before printing.
 pub async fn connect(target: Target, url: &str) -> Result<Server, String> {
-    if let Some(why) = not_a_url(target, url) {
+    // Every command reaches servers through here: a URL that cannot be
+    // read as meant never connects (`run` refuses it earlier, as invalid
+    // input).
+    if let Some(why) = url_refused(target, url) {
         return Err(why);
     }
     let result = match target {
