@@ -343,6 +343,10 @@ mod tests {
         let e = connect(Target::Postgres, keywords).await.err().expect("refused");
         assert!(e.starts_with("this is not a URL: give postgres://USER:PASSWORD@HOST:PORT/DATABASE"), "{e}");
         assert!(!e.contains("sekrit") && !e.contains("relative URL"), "{e}");
+        // Whatever the command: a parameter the driver would ignore never connects.
+        let e =
+            connect(Target::Postgres, "postgres://u@127.0.0.1:1/t?sslmod=verify-full").await.err().expect("refused");
+        assert!(e.starts_with("the driver does not read the parameter `sslmod`"), "{e}");
         assert!(not_a_url(Target::Mariadb, "root@localhost").is_some_and(|e| e.contains("mysql://")));
         assert_eq!(not_a_url(Target::Postgres, "postgres://u@127.0.0.1/t"), None);
         assert_eq!(not_a_url(Target::Mssql, "server=tcp:127.0.0.1,1433;user id=sa"), None);
