@@ -368,6 +368,11 @@ pub enum EngineErrorKind {
     /// finished ([`crate::interrupt`]).
     #[error("interrupted by {0} before it finished")]
     Interrupted(&'static str),
+    /// The statement ran past the time limit (`crate::deadline`,
+    /// `--statement-timeout`, seconds): `timed out after N s`, with the
+    /// statement's `file:line` where the SQL engine knows it.
+    #[error("{0}: raise --statement-timeout if the statement is meant to run this long")]
+    TimedOut(String),
     /// reapcheck itself panicked while running the scenario: the message.
     #[error("reapcheck panicked: {0}; this is a bug in reapcheck, please report it with the scenario")]
     Panicked(String),

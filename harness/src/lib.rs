@@ -19,6 +19,7 @@ pub mod config;
 pub mod containers;
 pub mod corpus;
 pub mod coverage;
+pub mod deadline;
 pub mod dialect;
 pub mod diff;
 pub mod driver;

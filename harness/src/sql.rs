@@ -172,7 +172,7 @@ impl<'a> SqlEngine<'a> {
             Shape::Update => {
                 let prepared = text::prepare(&statement.sql, style);
                 let values = values_for(&prepared, &params);
-                let n = self.conn.execute(&prepared.sql, &values).await.map_err(|e| failed(name, e))?;
+                let n = self.conn.execute(&prepared.sql, &values).await.map_err(|e| failed(name, at(e, statement)))?;
                 Ok(match call {
                     Call::InsertJob(_) | Call::InsertLease(_) => (Returned::Done, Reply::Done),
                     _ => (Returned::Changed(n), Reply::Changed(n)),
@@ -181,7 +181,8 @@ impl<'a> SqlEngine<'a> {
             Shape::Query(columns) => {
                 let prepared = text::prepare(&statement.sql, style);
                 let values = values_for(&prepared, &params);
-                let rows = self.conn.query(&prepared.sql, &values, columns).await.map_err(|e| failed(name, e))?;
+                let rows =
+                    self.conn.query(&prepared.sql, &values, columns).await.map_err(|e| failed(name, at(e, statement)))?;
                 check_nulls(columns, &rows, absent_columns(call, &self.dialect.profile.policy))
                     .map_err(|e| decode(name, e))?;
                 let count = rows.len();
@@ -291,6 +292,15 @@ pub async fn namespace_script_for(
         conn.execute(&prepared.sql, &[]).await.map_err(|e| failed(name, e))?;
     }
     Ok(())
+}
+
+/// `e` naming where `statement` is (`<dialect>/<file>:<line>`) when it
+/// timed out: which statement ran past the limit is the whole story.
+fn at(mut e: BackendError, statement: &Statement) -> BackendError {
+    if e.kind == crate::backend::BackendErrorKind::TimedOut {
+        e.message = format!("{} at {}", e.message, statement.origin);
+    }
+    e
 }
 
 fn failed(statement: &'static str, e: BackendError) -> EngineError {

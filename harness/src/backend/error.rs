@@ -36,12 +36,37 @@ pub enum BackendErrorKind {
     /// answered with an error); `mutate` tells such a mutant apart from a
     /// killed one.
     CannotCompile,
+    /// The statement ran past the time limit (`crate::deadline`, seconds,
+    /// `--statement-timeout`): stopped by the server's own limit
+    /// (PostgreSQL SQLSTATE 57014, MariaDB error 1969, MySQL 3024, SQLite
+    /// `SQLITE_INTERRUPT` from the progress handler) or given up by the
+    /// client after [`crate::deadline::client_limit`] with no answer. The
+    /// message is `timed out after N s`.
+    TimedOut,
+    /// A signal (SIGINT, SIGTERM) stopped the statement: it was cancelled
+    /// on the server (`crate::interrupt`).
+    Interrupted,
 }
 
 impl BackendError {
     /// A backend error of `kind`.
     pub fn new(kind: BackendErrorKind, message: impl Into<String>) -> Self {
         BackendError { kind, message: message.into() }
+    }
+
+    /// The error of a statement the limit or a signal stopped: interrupted
+    /// once a signal has come ([`crate::interrupt::interrupted`]), else
+    /// timed out (`timed out after N s`).
+    pub fn stopped() -> Self {
+        match crate::interrupt::interrupted() {
+            Some(signal) => BackendError::new(BackendErrorKind::Interrupted, signal),
+            None => BackendError::timed_out(),
+        }
+    }
+
+    /// The error of a statement past the time limit: `timed out after N s`.
+    pub fn timed_out() -> Self {
+        BackendError::new(BackendErrorKind::TimedOut, crate::deadline::timed_out_message())
     }
 
     /// `Err` when a row has fewer columns than the contract declares
@@ -70,6 +95,7 @@ impl From<sqlx::Error> for BackendError {
                 return BackendError { kind: BackendErrorKind::TooManyConnections, message };
             }
             sqlx::Error::Database(db) if connection_ended(db.as_ref()) => BackendErrorKind::Connection,
+            sqlx::Error::Database(db) if stopped(db.as_ref()) => return BackendError::stopped(),
             sqlx::Error::Database(db) if cannot_compile(db.as_ref()) => BackendErrorKind::CannotCompile,
             sqlx::Error::Database(_) | sqlx::Error::RowNotFound => BackendErrorKind::Database,
             sqlx::Error::ColumnDecode { .. }
@@ -118,6 +144,26 @@ fn connection_ended(db: &(dyn sqlx::error::DatabaseError + 'static)) -> bool {
     }
     if let Some(my) = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
         return matches!(my.number(), 1053 | 1927);
+    }
+    false
+}
+
+/// Whether the server stopped the statement on its time limit or a
+/// cancel, by code: PostgreSQL SQLSTATE 57014 (`query_canceled`, both
+/// `statement_timeout` and `pg_cancel_backend`), MariaDB 1969
+/// (`ER_STATEMENT_TIMEOUT`), MySQL 3024 (`ER_QUERY_TIMEOUT`), both 1317
+/// (`ER_QUERY_INTERRUPTED`, `KILL QUERY`), SQLite 9 (`SQLITE_INTERRUPT`,
+/// the progress handler's). Which of the two it was is reapcheck's own
+/// state ([`BackendError::stopped`]), not the message.
+fn stopped(db: &(dyn sqlx::error::DatabaseError + 'static)) -> bool {
+    if let Some(pg) = db.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
+        return pg.code() == "57014";
+    }
+    if let Some(my) = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
+        return matches!(my.number(), 1969 | 3024 | 1317);
+    }
+    if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+        return db.code().and_then(|c| c.parse::<i32>().ok()).is_some_and(|c| c & 0xff == 9);
     }
     false
 }
@@ -223,6 +269,10 @@ impl From<BackendError> for EngineErrorKind {
                 EngineErrorKind::Connection(e.message)
             }
             BackendErrorKind::Decode => EngineErrorKind::Decode(e.message),
+            BackendErrorKind::TimedOut => EngineErrorKind::TimedOut(e.message),
+            BackendErrorKind::Interrupted => {
+                EngineErrorKind::Interrupted(crate::interrupt::interrupted().unwrap_or("a signal"))
+            }
         }
     }
 }

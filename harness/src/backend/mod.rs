@@ -2,6 +2,7 @@
 //! to them. A backend only binds values, runs SQL and decodes columns; what
 //! the SQL means is the dialect's business.
 
+mod cancel;
 mod error;
 mod instants;
 mod lanes;
@@ -14,6 +15,7 @@ mod retry;
 mod sqlite;
 mod tls;
 
+pub use cancel::{cancel_in_flight, settle as settle_cancels};
 pub use error::{BackendError, BackendErrorKind};
 pub use instants::InstantEncoding;
 pub use lanes::Lane;

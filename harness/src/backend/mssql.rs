@@ -195,6 +195,11 @@ fn percent_decode(text: &str, what: &str) -> Result<String, BackendError> {
 /// One connection to SQL Server.
 pub struct MssqlConn {
     client: Client<Compat<TcpStream>>,
+    /// A statement was given up by the time limit (SQL Server has no
+    /// session setting for one: the client-side limit of
+    /// `crate::deadline` is its query timeout), or its future dropped: the
+    /// connection is dropped, which ends the request on the server.
+    busy: bool,
     /// How instants are bound; `NaiveUtc` is the same as `Native` here.
     pub(super) instants: InstantEncoding,
 }
@@ -221,7 +226,7 @@ impl MssqlConn {
                 }
                 e
             })?;
-            let mut conn = MssqlConn { client, instants: InstantEncoding::default() };
+            let mut conn = MssqlConn { client, busy: false, instants: InstantEncoding::default() };
             conn.batch(SESSION_SETTINGS).await?;
             Ok(conn)
         };
@@ -245,7 +250,8 @@ impl MssqlConn {
     async fn batch(&mut self, sql: &str) -> Result<Vec<Vec<Row>>, BackendError> {
         let client = &mut self.client;
         let transient = |e: &tiberius::error::Error| retry::may_retry(sql) && retry::mssql_transient(e);
-        retry::retrying(transient, async || client.simple_query(sql).await?.into_results().await).await.map_err(error)
+        let running = retry::retrying(transient, async || client.simple_query(sql).await?.into_results().await);
+        bounded(&mut self.busy, async { running.await.map_err(error) }).await
     }
 
     /// Runs one command; returns the rows it changed (retried as
@@ -257,8 +263,9 @@ impl MssqlConn {
         }
         let values = values(params)?;
         let client = &mut self.client;
-        let done = retry::retrying(retry::mssql_transient, async || query_of(sql, &values).execute(client).await).await;
-        Ok(done.map_err(error)?.total())
+        let running = retry::retrying(retry::mssql_transient, async || query_of(sql, &values).execute(client).await);
+        let done = bounded(&mut self.busy, async { running.await.map_err(error) }).await?;
+        Ok(done.total())
     }
 
     /// Runs one query and decodes its rows as `columns` declare.
@@ -269,14 +276,33 @@ impl MssqlConn {
         columns: &[Column],
     ) -> Result<Vec<Vec<Value>>, BackendError> {
         let query = bound(sql, params)?;
-        let rows = query.query(&mut self.client).await.map_err(error)?.into_first_result().await.map_err(error)?;
+        let client = &mut self.client;
+        let running = async { query.query(client).await.map_err(error)?.into_first_result().await.map_err(error) };
+        let rows = bounded(&mut self.busy, running).await?;
         rows.iter().map(|r| decode_row(r, columns)).collect()
     }
 
     /// Closes the connection.
     pub async fn close(self) {
+        if self.busy {
+            // Given up mid-reply: dropping it closes the socket.
+            return;
+        }
         let _ = self.client.close().await;
     }
+}
+
+/// Runs `statement` under the client-side time limit
+/// (`crate::deadline::client_limit`); one given up, or whose future is
+/// dropped, leaves the connection `busy`.
+async fn bounded<T>(
+    busy: &mut bool,
+    statement: impl Future<Output = Result<T, BackendError>>,
+) -> Result<T, BackendError> {
+    *busy = true;
+    let done = super::cancel::bounded(None, statement).await.ok_or_else(BackendError::timed_out)?;
+    *busy = false;
+    done
 }
 
 /// The product and version of the server at `url`, such as

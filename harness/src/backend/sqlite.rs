@@ -9,6 +9,9 @@ use chrono::NaiveDateTime;
 use sqlx::sqlite::{SqliteArguments, SqliteConnectOptions, SqliteJournalMode, SqliteRow};
 use sqlx::{Arguments, ConnectOptions, Connection as _, Row, SqliteConnection, TypeInfo as _, ValueRef as _};
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
+
 use super::error::{BackendError, BackendErrorKind};
 use super::instants::InstantEncoding;
 use crate::dialect::contract::Column;
@@ -18,6 +21,11 @@ use crate::time::Instant;
 /// One in-memory SQLite database.
 pub struct SqliteConn {
     conn: SqliteConnection,
+    /// What the progress handler checks (see [`Watch`]).
+    watch: Arc<Watch>,
+    /// A statement was given up by the client-side limit, or its future
+    /// dropped: the connection is dropped, not closed politely.
+    busy: bool,
     /// How instants are bound; see [`InstantEncoding`].
     pub(super) instants: InstantEncoding,
 }
@@ -25,6 +33,82 @@ pub struct SqliteConn {
 /// The text form of a [`InstantEncoding::NaiveUtc`] instant: SQLite's own
 /// `datetime()` form with six fractional digits.
 const NAIVE_FORMAT: &str = "%Y-%m-%d %H:%M:%S%.6f";
+
+/// How many virtual machine instructions SQLite runs between two calls of
+/// the progress handler: a check of two atomics and the clock costs far
+/// less than 1,000 instructions take.
+const PROGRESS_EVERY: i32 = 1_000;
+
+/// What a connection's progress handler reads: SQLite has no statement
+/// timeout of its own, so the handler interrupts the statement running
+/// past its deadline, or one a signal came during (`SQLITE_INTERRUPT`).
+#[derive(Default)]
+struct Watch {
+    /// Milliseconds after [`base`] when the statement must end; 0: none.
+    deadline: AtomicU64,
+    /// Whether a signal stops the statement: it began before any signal.
+    on_signal: AtomicBool,
+    /// Why the handler stopped the statement: 0 not, 1 the limit, 2 a signal.
+    fired: AtomicU8,
+}
+
+/// The instant [`Watch::deadline`] counts from.
+fn base() -> std::time::Instant {
+    static BASE: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    *BASE.get_or_init(std::time::Instant::now)
+}
+
+/// Milliseconds since [`base`], at least 1.
+fn now_ms() -> u64 {
+    u64::try_from(base().elapsed().as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+impl Watch {
+    /// The progress handler: `false` stops the statement.
+    fn proceed(&self) -> bool {
+        let deadline = self.deadline.load(Ordering::Relaxed);
+        if deadline != 0 && now_ms() >= deadline {
+            self.fired.store(1, Ordering::Relaxed);
+            return false;
+        }
+        if self.on_signal.load(Ordering::Relaxed) && crate::interrupt::interrupted().is_some() {
+            self.fired.store(2, Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+
+    /// A statement starts: its deadline is the limit from now
+    /// (`crate::deadline`).
+    fn start(&self) {
+        let limit = u64::try_from(crate::deadline::limit().as_millis()).unwrap_or(u64::MAX);
+        self.fired.store(0, Ordering::Relaxed);
+        self.on_signal.store(crate::interrupt::interrupted().is_none(), Ordering::Relaxed);
+        self.deadline.store(now_ms().saturating_add(limit), Ordering::Relaxed);
+    }
+
+    /// The statement ended with `done`: an interrupt the handler caused is
+    /// told as the limit's or the signal's.
+    fn end<T>(&self, done: Result<T, BackendError>) -> Result<T, BackendError> {
+        self.deadline.store(0, Ordering::Relaxed);
+        match (self.fired.swap(0, Ordering::Relaxed), done) {
+            (1, Err(_)) => Err(BackendError::timed_out()),
+            (2, Err(_)) => Err(BackendError::new(
+                BackendErrorKind::Interrupted,
+                crate::interrupt::interrupted().unwrap_or("a signal"),
+            )),
+            (_, done) => done,
+        }
+    }
+}
+
+/// `conn` with a progress handler reading a new [`Watch`].
+async fn watched(mut conn: SqliteConnection) -> Result<(SqliteConnection, Arc<Watch>), BackendError> {
+    let watch = Arc::new(Watch::default());
+    let handler = watch.clone();
+    conn.lock_handle().await?.set_progress_handler(PROGRESS_EVERY, move || handler.proceed());
+    Ok((conn, watch))
+}
 
 /// The version of the SQLite library linked in.
 pub async fn library_version() -> Result<String, BackendError> {
@@ -38,8 +122,8 @@ pub async fn library_version() -> Result<String, BackendError> {
 impl SqliteConn {
     /// A new, empty in-memory database.
     pub async fn open_memory() -> Result<Self, BackendError> {
-        let conn = SqliteConnectOptions::new().in_memory(true).connect().await?;
-        Ok(SqliteConn { conn, instants: InstantEncoding::default() })
+        let (conn, watch) = watched(SqliteConnectOptions::new().in_memory(true).connect().await?).await?;
+        Ok(SqliteConn { conn, watch, busy: false, instants: InstantEncoding::default() })
     }
 
     /// A connection to the database file `path`, created if missing, in
@@ -54,7 +138,8 @@ impl SqliteConn {
             .busy_timeout(busy_timeout)
             .connect()
             .await?;
-        Ok(SqliteConn { conn, instants: InstantEncoding::default() })
+        let (conn, watch) = watched(conn).await?;
+        Ok(SqliteConn { conn, watch, busy: false, instants: InstantEncoding::default() })
     }
 
     fn arguments(&self, params: &[Value]) -> Result<SqliteArguments, BackendError> {
@@ -77,7 +162,9 @@ impl SqliteConn {
     /// Runs one command; returns the rows it changed.
     pub async fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, BackendError> {
         let args = self.arguments(params)?;
-        let done = sqlx::query_with(sqlx::AssertSqlSafe(sql), args).execute(&mut self.conn).await?;
+        let conn = &mut self.conn;
+        let running = async { Ok(sqlx::query_with(sqlx::AssertSqlSafe(sql), args).execute(&mut *conn).await?) };
+        let done = Self::bounded(&mut self.busy, &self.watch, running).await?;
         Ok(done.rows_affected())
     }
 
@@ -89,12 +176,33 @@ impl SqliteConn {
         columns: &[Column],
     ) -> Result<Vec<Vec<Value>>, BackendError> {
         let args = self.arguments(params)?;
-        let rows = sqlx::query_with(sqlx::AssertSqlSafe(sql), args).fetch_all(&mut self.conn).await?;
+        let conn = &mut self.conn;
+        let running = async { Ok(sqlx::query_with(sqlx::AssertSqlSafe(sql), args).fetch_all(&mut *conn).await?) };
+        let rows = Self::bounded(&mut self.busy, &self.watch, running).await?;
         rows.iter().map(|r| decode(r, columns)).collect()
+    }
+
+    /// Runs `statement` under the time limit: the progress handler's
+    /// deadline, and the client-side limit for a statement the handler is
+    /// not called in (waiting on another connection's lock).
+    async fn bounded<T>(
+        busy: &mut bool,
+        watch: &Watch,
+        statement: impl Future<Output = Result<T, BackendError>>,
+    ) -> Result<T, BackendError> {
+        *busy = true;
+        watch.start();
+        let done = super::cancel::bounded(None, statement).await.ok_or_else(BackendError::timed_out)?;
+        *busy = false;
+        watch.end(done)
     }
 
     /// Closes the connection, and with it the database.
     pub async fn close(self) {
+        if self.busy {
+            // Given up mid-statement: dropped, not waited for.
+            return;
+        }
         let _ = self.conn.close().await;
     }
 }

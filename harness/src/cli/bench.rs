@@ -22,6 +22,8 @@ use super::{EXIT_FAILED, EXIT_INVALID, Inputs};
 /// Arguments of `bench`.
 #[derive(clap::Args, Debug)]
 pub struct BenchArgs {
+    #[command(flatten)]
+    statement_timeout: super::limits::StatementTimeout,
     /// Targets, comma-separated, or `all`.
     #[arg(long, default_value = "sqlite")]
     db: String,
@@ -57,6 +59,7 @@ pub struct BenchArgs {
 /// Runs the benchmark and prints, per target, the median and 95th
 /// percentile of each phase per scenario run, and the pass wall time.
 pub fn bench(args: BenchArgs) -> ExitCode {
+    args.statement_timeout.apply();
     let targets = match parse_targets(&args.db) {
         Ok(t) => t,
         Err(e) => {

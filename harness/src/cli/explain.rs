@@ -23,6 +23,8 @@ use super::{EXIT_FAILED, EXIT_INVALID, Inputs};
 /// Arguments of `explain`.
 #[derive(clap::Args, Debug)]
 pub struct ExplainArgs {
+    #[command(flatten)]
+    statement_timeout: super::limits::StatementTimeout,
     /// A scenario file, or a scenario name as `run` takes it
     /// (`grace/recent-beat`, or a part of one that names a single scenario).
     scenario: String,
@@ -40,6 +42,7 @@ pub struct ExplainArgs {
 /// the outcome; with `--db`, the target's SQL under each step. Exit 0, or 1
 /// when the target parts from the model, 2 on invalid input.
 pub fn explain(args: ExplainArgs) -> ExitCode {
+    args.statement_timeout.apply();
     let loaded = match find(&args) {
         Ok(s) => s,
         Err(message) => {

@@ -21,6 +21,8 @@ use super::{EXIT_FAILED, EXIT_INVALID};
 /// Arguments of `fuzz`.
 #[derive(clap::Args, Debug)]
 pub struct FuzzArgs {
+    #[command(flatten)]
+    statement_timeout: super::limits::StatementTimeout,
     /// Targets, comma-separated: sqlite, postgres, mariadb, mysql, cockroach,
     /// mssql, `adapter:<name>` (an `[adapters.<name>]` of reapcheck.toml),
     /// or `all` (the databases).
@@ -49,6 +51,7 @@ pub struct FuzzArgs {
 /// every case, 1 on a difference or when a target that should run did not
 /// (or none ran at all), 2 on invalid arguments or dialects.
 pub fn fuzz(args: FuzzArgs) -> ExitCode {
+    args.statement_timeout.apply();
     let invalid = |message: String| {
         eprintln!("error: {message}");
         ExitCode::from(EXIT_INVALID)

@@ -10,6 +10,7 @@ mod fuzz;
 mod help;
 mod init;
 mod inputs;
+mod limits;
 mod list;
 mod mutate;
 mod one_server;

@@ -45,6 +45,8 @@ const CONCURRENT_RUNS: usize = 4;
 /// Arguments of `mutate`.
 #[derive(clap::Args, Debug)]
 pub struct MutateArgs {
+    #[command(flatten)]
+    statement_timeout: super::limits::StatementTimeout,
     /// Targets, comma-separated, or `all`.
     #[arg(long, default_value = "sqlite")]
     db: String,
@@ -84,6 +86,7 @@ struct Plan {
 /// equivalent is killed or a target cannot run, 2 on invalid input
 /// (including a stale equivalence declaration).
 pub fn mutate(args: MutateArgs) -> ExitCode {
+    args.statement_timeout.apply();
     let targets = match parse_targets(&args.db) {
         Ok(t) => t,
         Err(e) => {

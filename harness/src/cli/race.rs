@@ -23,6 +23,8 @@ use super::{EXIT_FAILED, EXIT_INVALID};
 /// Arguments of `race`.
 #[derive(clap::Args, Debug)]
 pub struct RaceArgs {
+    #[command(flatten)]
+    statement_timeout: super::limits::StatementTimeout,
     /// Targets, comma-separated: sqlite, postgres, mariadb, mysql,
     /// cockroach, mssql; servers must be on this machine.
     #[arg(long, default_value = "sqlite")]
@@ -130,6 +132,7 @@ impl RaceArgs {
 /// target (or a required one skipped), or when none ran; 2 on invalid
 /// arguments, dialects, or a server that is not on this machine.
 pub fn race(args: RaceArgs) -> ExitCode {
+    args.statement_timeout.apply();
     let invalid = |message: String| {
         eprintln!("error: {message}");
         ExitCode::from(EXIT_INVALID)

@@ -30,6 +30,8 @@ use super::{EXIT_FAILED, EXIT_INVALID, Inputs};
 /// Arguments of `run`.
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
+    #[command(flatten)]
+    statement_timeout: super::limits::StatementTimeout,
     /// Targets, comma-separated: sqlite, postgres, mariadb, mysql, cockroach,
     /// mssql, `adapter:<name>` (an `[adapters.<name>]` of reapcheck.toml),
     /// or `all` alone (the databases it can reach, listing what it skipped)
@@ -206,6 +208,7 @@ pub fn parse_targets(list: &str) -> Result<Vec<Target>, String> {
 
 /// Runs the command; see the module docs.
 pub fn run(args: RunArgs) -> ExitCode {
+    args.statement_timeout.apply();
     let invalid = |message: String| {
         eprintln!("error: {message}");
         ExitCode::from(EXIT_INVALID)
