@@ -68,6 +68,7 @@ pub fn check(args: CheckArgs) -> ExitCode {
         }
         invalid = true;
     }
+    invalid |= outside_limits_or_empty(&args.inputs, &scenarios, &dialects);
     if let Ok(loaded) = &dialects
         && let Some(why) = reapcheck::policy::disagreement(loaded.iter().map(|d| (d.name.as_str(), &d.profile.policy)))
     {
@@ -118,4 +119,24 @@ fn relative(orphan: Orphan) -> Orphan {
     let Ok(cwd) = std::env::current_dir() else { return orphan };
     let shorter = |p: std::path::PathBuf| p.strip_prefix(&cwd).map(std::path::Path::to_path_buf).unwrap_or(p);
     Orphan { snapshot: shorter(orphan.snapshot), scenario: shorter(orphan.scenario) }
+}
+
+/// Prints, as errors, an empty scenario selection (nothing would run, as
+/// `run` says) and every scenario outside a target's limits
+/// ([`reapcheck::scenario::outside_limits`], for every target whose dialect
+/// loaded); true when there was any.
+fn outside_limits_or_empty<E>(
+    inputs: &Inputs,
+    scenarios: &Result<Vec<reapcheck::scenario::LoadedScenario>, E>,
+    dialects: &Result<Vec<reapcheck::dialect::Dialect>, E>,
+) -> bool {
+    let Ok(scenarios) = scenarios else { return false };
+    if scenarios.is_empty() {
+        eprintln!("error: no scenario in {}: nothing would run; add a .yaml file", inputs.scenarios_shown());
+        return true;
+    }
+    let Ok(dialects) = dialects else { return false };
+    let outside = reapcheck::scenario::outside_limits_of(scenarios, &reapcheck::target::Target::ALL, dialects);
+    report(&outside);
+    !outside.is_empty()
 }

@@ -290,6 +290,11 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::from(EXIT_INVALID);
         }
     };
+    let outside = reapcheck::scenario::outside_limits_of(&scenarios, &targets, &dialects);
+    if !outside.is_empty() {
+        report(&outside);
+        return ExitCode::from(EXIT_INVALID);
+    }
     println!("{}{}", args.inputs.describe_sql(&dialect_names), hashes_shown(&dialects));
     let root = project.root.clone();
     let plan = Plan {

@@ -349,7 +349,9 @@ pub fn read_extra(source: &Source, name: &str, file: &str) -> Result<Option<Stri
         }
         Source::Folder(root) => {
             let path = root.join(name).join(file);
-            if !path.is_file() {
+            // Absent is `None`; a folder, FIFO or device of that name is
+            // refused (read_string), never silently taken for absent.
+            if std::fs::metadata(&path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
                 return Ok(None);
             }
             crate::input_file::read_string(&path).map(Some).map_err(|e| DialectError {
@@ -434,5 +436,22 @@ mod tests {
         assert_ne!(edited.provenance.hash, builtin.provenance.hash);
         let shown = builtin.provenance.to_string();
         assert_eq!(shown, format!("builtin sha256:{}", &builtin.provenance.hash[7..19]));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_dialect_toml_that_is_a_folder_or_a_fifo_is_refused_not_ignored() {
+        let made = Copy::new("profile-kind", str::to_owned);
+        let profile = made.0.join("sqlite").join(profile::FILE_NAME);
+        let source = Source::Folder(made.0.clone());
+        assert!(Dialect::load(&source, "sqlite").is_ok(), "absent: the default profile");
+        std::fs::create_dir(&profile).unwrap();
+        let errors = Dialect::load(&source, "sqlite").unwrap_err();
+        let shown = errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
+        assert!(shown.contains("dialect.toml") && shown.contains("not a regular file"), "{shown}");
+        std::fs::remove_dir(&profile).unwrap();
+        assert!(std::process::Command::new("mkfifo").arg(&profile).status().unwrap().success());
+        let errors = Dialect::load(&source, "sqlite").unwrap_err();
+        assert!(errors.iter().any(|e| e.to_string().contains("not a regular file")), "{errors:?}");
     }
 }

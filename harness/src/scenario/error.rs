@@ -143,6 +143,52 @@ pub enum ScenarioErrorKind {
     /// A `.yml` file where scenarios end in `.yaml`.
     #[error("scenario files end in `.yaml`, so this `.yml` file would not run: rename it to `{0}`")]
     YmlExtension(String),
+    /// A name or the description is longer than a scenario may have.
+    #[error("the {what} has {bytes} bytes, more than the {max} a scenario may have: shorten it")]
+    TooLong {
+        /// What the text is (`job id`, `queue`, ...).
+        what: String,
+        /// Its length in bytes.
+        bytes: usize,
+        /// The limit in bytes.
+        max: usize,
+    },
+    /// More job rows than a scenario may have.
+    #[error("the jobs have {rows} rows, more than the {max} a scenario may have: use fewer rows (a smaller `count`)")]
+    TooManyRows {
+        /// The rows counted up to this entry.
+        rows: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// More lease rows than a scenario may have.
+    #[error("the setup has {rows} lease rows, more than the {max} a scenario may have: use fewer")]
+    TooManyLeaseRows {
+        /// The lease rows.
+        rows: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// More steps than a scenario may have.
+    #[error("the scenario has {steps} steps, more than the {max} a scenario may have: split it into several scenarios")]
+    TooManySteps {
+        /// The steps.
+        steps: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The run's checkpoints (the state after every step) would pass the memory limit.
+    #[error(
+        "the run's checkpoints would hold about {} MiB by this step (every row is read back after every step), more than the {} MiB a scenario may use: use fewer rows or fewer steps, or split the scenario",
+        bytes.div_ceil(1 << 20),
+        max >> 20
+    )]
+    TooHeavy {
+        /// The estimate in bytes (see `scenario::checkpoint_bytes`).
+        bytes: u64,
+        /// The limit in bytes.
+        max: u64,
+    },
     /// `expect.steps` does not have one entry per step.
     #[error(
         "expect.steps has {given} entries but the scenario has {steps} steps: give one per step, null to match any"

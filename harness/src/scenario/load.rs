@@ -26,17 +26,31 @@ pub use crate::input_file::MAX_FILE_BYTES;
 /// error (it would otherwise be silently skipped): rename it.
 pub fn discover(root: &Path) -> Result<Vec<(String, PathBuf)>, ScenarioError> {
     let mut found = Vec::new();
-    walk(root, root, &mut found)?;
+    let mut ancestors = Vec::new();
+    walk(root, root, &mut ancestors, &mut found)?;
     found.sort();
     Ok(found)
 }
 
-fn walk(root: &Path, dir: &Path, found: &mut Vec<(String, PathBuf)>) -> Result<(), ScenarioError> {
+/// Walks `dir`, below the folders `ancestors` (canonical paths): a folder
+/// that is one of its own ancestors through a symlink is a cycle and is
+/// not entered again, so each file counts once.
+fn walk(
+    root: &Path,
+    dir: &Path,
+    ancestors: &mut Vec<PathBuf>,
+    found: &mut Vec<(String, PathBuf)>,
+) -> Result<(), ScenarioError> {
     let read_error = |e| ScenarioError { path: dir.to_owned(), position: None, kind: ScenarioErrorKind::Read(e) };
+    let canonical = std::fs::canonicalize(dir).map_err(read_error)?;
+    if ancestors.contains(&canonical) {
+        return Ok(());
+    }
+    ancestors.push(canonical);
     for entry in std::fs::read_dir(dir).map_err(read_error)? {
         let path = entry.map_err(read_error)?.path();
         if path.is_dir() {
-            walk(root, &path, found)?;
+            walk(root, &path, ancestors, found)?;
         } else if path.extension().is_some_and(|e| e == "yml") {
             let renamed = path.with_extension("yaml").display().to_string();
             return Err(ScenarioError { path, position: None, kind: ScenarioErrorKind::YmlExtension(renamed) });
@@ -46,6 +60,7 @@ fn walk(root: &Path, dir: &Path, found: &mut Vec<(String, PathBuf)>) -> Result<(
             found.push((name, path));
         }
     }
+    ancestors.pop();
     Ok(())
 }
 
@@ -257,6 +272,20 @@ mod tests {
         // Values inside the ranges still read as before.
         let s = parse_text("description: x\nsettings: { heartbeat_grace: -5 }\nclasses: { C: { timeout: 0, max_delay: 1 } }\nsteps: [ { reap: { timeout: -60 } } ]\n").unwrap();
         assert_eq!((s.settings.heartbeat_grace, s.classes["C"].timeout), (-5, 0));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_folder_linked_to_itself_counts_each_file_once() {
+        let scratch = Scratch::new("cycle");
+        std::fs::create_dir_all(scratch.0.join("a")).unwrap();
+        std::fs::write(scratch.0.join("a/one.yaml"), "description: x\nsteps: []\n").unwrap();
+        std::os::unix::fs::symlink("..", scratch.0.join("a/loop")).unwrap();
+        std::os::unix::fs::symlink(".", scratch.0.join("self")).unwrap();
+        let found = discover(&scratch.0).unwrap();
+        let names: Vec<&str> = found.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["a/one"]);
+        assert_eq!(load_dir(&scratch.0, &[]).unwrap().len(), 1);
     }
 
     #[test]

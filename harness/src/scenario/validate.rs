@@ -21,6 +21,7 @@ pub fn validate(scenario: &Scenario) -> Vec<Problem> {
     check_divergence(scenario, &mut problems);
     check_leases(scenario, &mut problems);
     check_bounds(scenario, &mut problems);
+    super::limits::check(scenario, &mut problems);
     if let Some(zone) = &scenario.session_time_zone
         && !is_time_zone(zone)
     {
