@@ -78,13 +78,16 @@ pub fn explain(args: ExplainArgs) -> ExitCode {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime starts");
     let mut notes = Vec::new();
     let mut model_states = Checkpoints::new();
+    // The step-by-step states are compared only with a target's: without
+    // one, none is kept (they are the scenario's rows once per step).
+    let keep_states = target.is_some().then_some(&mut model_states);
     let resolution = dialect.as_ref().map(|d| d.profile.time_resolution).unwrap_or_default();
     // The target's policy decides, as its queue's code would (docs/policy.md).
     let policy = dialect.as_ref().map(|d| d.profile.policy.clone()).unwrap_or_default();
     println!("policy in effect: {policy}");
     let mut model = Resolved::new(Model::under(s.schema, &policy), resolution);
     let outcome = runtime
-        .block_on(driver::run_under(s, &policy, &mut model, Some(&mut notes), Some(&mut model_states)))
+        .block_on(driver::run_under(s, &policy, &mut model, Some(&mut notes), keep_states))
         .expect("the model never fails");
     let (Some(target), Some(dialect)) = (target, dialect) else {
         notes.iter().for_each(|line| println!("{line}"));
@@ -172,26 +175,55 @@ fn interleave(
     model: &[String],
     states: &[String],
 ) {
-    let show = |phase: &dyn Fn(Phase) -> bool, clock| {
-        for e in log.iter().filter(|e| phase(e.phase) || (e.failed() && matches!(e.phase, Phase::Teardown))) {
+    let steps = loaded.scenario.steps.len();
+    let (grouped, _) = by_step(log, steps);
+    let show = |entries: &[&reapcheck::statement_log::Executed], clock| {
+        for e in entries.iter().chain(&grouped.failed_teardown) {
             println!("    sql on {target}: {}", e.render(clock));
         }
     };
     println!("setup");
-    show(&|p| p == Phase::Setup, Some(loaded.scenario.now));
+    show(&grouped.setup, Some(loaded.scenario.now));
     mark_parting(target, 0, parted, model, states);
     let mut groups = split_steps(notes).into_iter();
-    for index in 0..loaded.scenario.steps.len() {
+    for (index, entries) in grouped.steps.iter().enumerate() {
         for line in groups.next().unwrap_or_default() {
             println!("{line}");
         }
-        let now = log.iter().find_map(|e| match e.phase {
-            Phase::Step { index: i, now } if i == index => Some(now),
+        let now = entries.iter().find_map(|e| match e.phase {
+            Phase::Step { now, .. } => Some(now),
             _ => None,
         });
-        show(&|p| matches!(p, Phase::Step { index: i, .. } if i == index), now);
+        show(entries, now);
         mark_parting(target, index + 1, parted, model, states);
     }
+}
+
+/// A target's statement log cut by phase, for [`interleave`].
+struct ByStep<'a> {
+    /// Setup's statements.
+    setup: Vec<&'a reapcheck::statement_log::Executed>,
+    /// Each step's statements, one list per step of the scenario.
+    steps: Vec<Vec<&'a reapcheck::statement_log::Executed>>,
+    /// Teardown statements that failed (shown under every phase).
+    failed_teardown: Vec<&'a reapcheck::statement_log::Executed>,
+}
+
+/// `log` cut by phase in one pass, and how many entries were examined
+/// (the log's length: `explain` stays linear in the steps).
+fn by_step(log: &[reapcheck::statement_log::Executed], steps: usize) -> (ByStep<'_>, usize) {
+    let mut grouped = ByStep { setup: Vec::new(), steps: vec![Vec::new(); steps], failed_teardown: Vec::new() };
+    let mut examined = 0;
+    for e in log {
+        examined += 1;
+        match e.phase {
+            Phase::Setup => grouped.setup.push(e),
+            Phase::Step { index, .. } if index < steps => grouped.steps[index].push(e),
+            Phase::Teardown if e.failed() => grouped.failed_teardown.push(e),
+            _ => {}
+        }
+    }
+    (grouped, examined)
 }
 
 fn mark_parting(target: Target, checkpoint: usize, parted: &Parting, model: &[String], states: &[String]) {
@@ -219,4 +251,33 @@ pub(super) fn split_steps(notes: &[String]) -> Vec<Vec<String>> {
         groups.last_mut().expect("pushed").push(line.clone());
     }
     groups
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reapcheck::statement_log::{Executed, Returned};
+    use reapcheck::time::Instant;
+
+    #[test]
+    fn cutting_the_log_by_step_examines_each_entry_once() {
+        let steps = 20_000;
+        let entry = |phase| Executed {
+            phase,
+            statement: "reap_scan".to_owned(),
+            origin: "sqlite/reaper.sql:1".to_owned(),
+            binds: Vec::new(),
+            returned: Returned::Changed(1),
+        };
+        let mut log = vec![entry(Phase::Setup)];
+        for index in 0..steps {
+            let now = Instant::MIN;
+            log.extend([entry(Phase::Step { index, now }), entry(Phase::Step { index, now }), entry(Phase::Checkpoint)]);
+        }
+        log.push(entry(Phase::ReadBack));
+        let (grouped, examined) = by_step(&log, steps);
+        assert_eq!(examined, log.len(), "one pass over the log, not one per step");
+        assert_eq!((grouped.setup.len(), grouped.steps.len()), (1, steps));
+        assert!(grouped.steps.iter().all(|s| s.len() == 2));
+    }
 }
