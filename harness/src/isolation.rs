@@ -11,12 +11,17 @@
 //! checks (`dialect::emptying`). Statements stay prepared across runs.
 //!
 //! A lane is reused only when nothing of the run can stay behind:
-//! - the run finished without an error (an error may leave a session in a
-//!   failed transaction, or a namespace half made);
+//! - the run finished without an error, or its error was a statement's
+//!   (the server refused it, or its rows did not decode) after the tables
+//!   were whole, and on PostgreSQL, CockroachDB, MySQL and MariaDB: the
+//!   session is rolled back and kept (a lost connection, a time limit, an
+//!   interrupt or a panic gives the lane up, and so does any error on
+//!   SQLite and SQL Server);
 //! - its session settings are back to their defaults: PostgreSQL and
 //!   CockroachDB `RESET ALL` and enter the namespace again before each
-//!   reuse; on the others a run that set a session time zone gives its
-//!   lane up, since their sessions have no reset;
+//!   reuse; MySQL and MariaDB set `time_zone` back to the session's first
+//!   value after a run that set one; on SQLite and SQL Server a run that
+//!   set a session time zone gives its lane up;
 //! - the dialect defines `empty_namespace` (a user's port without it gets
 //!   a new namespace per run, as before).
 //!
@@ -153,10 +158,33 @@ pub async fn release_abandoned(server: &Server, dialect: &Dialect, acquired: Acq
     }
 }
 
-/// Whether a run that ended `ok`, and did or did not set a session time
-/// zone, leaves its lane fit for another run on `conn` (module rules).
-pub fn reusable(conn: &Connection, ok: bool, set_time_zone: bool) -> bool {
-    ok && (!set_time_zone || conn.resets_settings())
+/// Whether a run that ended with `failure` (`None`: it passed), and did or
+/// did not set a session time zone, leaves `acquired`'s lane fit for
+/// another run (module rules), after undoing what it can
+/// ([`Lane::restore`]: a rollback, the session's zone). A statement error
+/// keeps the lane once the tables are whole (kept, or made by a `schema`
+/// that ran; `log` is the run's); a lost connection, a time limit, an
+/// interrupt or a panic never does.
+pub async fn reusable(
+    acquired: &mut Acquired,
+    failure: Option<&EngineErrorKind>,
+    set_time_zone: bool,
+    log: &[Executed],
+) -> bool {
+    let tables_whole = || {
+        acquired.tables_kept
+            || log.iter().any(|e| matches!(e.statement.as_str(), "schema" | "legacy_schema") && !e.failed())
+    };
+    let failed = match failure {
+        None => false,
+        Some(EngineErrorKind::Database(_) | EngineErrorKind::Decode(_) | EngineErrorKind::OutOfRange(_))
+            if tables_whole() =>
+        {
+            true
+        }
+        Some(_) => return false,
+    };
+    acquired.lane.restore(failed, set_time_zone).await
 }
 
 /// Makes the lane ready for another run: the session reset where it can

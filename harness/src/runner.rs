@@ -511,7 +511,9 @@ pub async fn run_logged(
     let run = run.and_then(|outcome| settled.map(|()| outcome));
     log.extend(engine.into_log());
     let ran = started.elapsed();
-    let reusable = isolation::reusable(&acquired.lane.conn, run.is_ok(), s.session_time_zone.is_some());
+    let failure = run.as_ref().err().map(|e| &e.kind);
+    let reusable =
+        !abandoned && isolation::reusable(&mut acquired, failure, s.session_time_zone.is_some(), &log).await;
     let namespace = acquired.lane.namespace.clone();
     let released = if abandoned {
         isolation::release_abandoned(server, dialect, acquired).await

@@ -64,3 +64,29 @@ impl Lanes {
         self.kept.notified().await;
     }
 }
+
+impl Lane {
+    /// Undoes what a run may have left in this lane's session, so that the
+    /// lane can be kept for the next run, and says whether it could: after
+    /// a statement error (`failed`) the transaction it may have left open
+    /// is rolled back; after a session time zone (`set_time_zone`) the
+    /// zone goes back to the session's first one. PostgreSQL and
+    /// CockroachDB restore the zone with every setting when the lane is
+    /// taken again (`RESET ALL`, `crate::isolation`); MySQL and MariaDB set
+    /// `time_zone` back here (they have no reset of all settings, and no
+    /// other session setting is a scenario's). SQLite and SQL Server keep
+    /// no lane after either (`false`): their connections are cheap or
+    /// have no such reset.
+    pub async fn restore(&mut self, failed: bool, set_time_zone: bool) -> bool {
+        if matches!(self.conn, Connection::Sqlite(_) | Connection::Mssql(_)) {
+            return !failed && !set_time_zone;
+        }
+        if failed && self.conn.rollback().await.is_err() {
+            return false;
+        }
+        match &mut self.conn {
+            Connection::MySql(c) if set_time_zone => c.reset_time_zone().await.is_ok(),
+            _ => true,
+        }
+    }
+}

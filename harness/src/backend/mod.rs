@@ -210,22 +210,29 @@ impl Server {
     }
 
     /// Opens a connection with the session defaults, in no namespace. On
-    /// PostgreSQL, whose pool holds at most its limit of sessions
-    /// ([`Server::limit_connections`]), an open that finds the pool full
-    /// takes an idle [`Lane`] instead (dropping its namespace), or waits
-    /// for a session or a lane to come back: idle lanes never starve it.
+    /// PostgreSQL, MySQL and MariaDB, which hold at most their limit of
+    /// sessions ([`Server::limit_connections`]), an open that finds the
+    /// limit reached takes an idle [`Lane`] instead (dropping its
+    /// namespace), or waits for a session or a lane to come back: idle
+    /// lanes never starve it.
     pub async fn open(&self) -> Result<Connection, BackendError> {
-        let ServerKind::Postgres(pg) = &self.kind else { return self.open_new().await };
         loop {
-            if let Some(conn) = pg.try_open().await {
-                return Ok(Connection::Postgres(conn?));
+            let now = match &self.kind {
+                ServerKind::Postgres(pg) => pg.try_open().await.map(|c| c.map(Connection::Postgres)),
+                ServerKind::MySql { server, .. } => {
+                    server.try_open().await.map(|c| c.map(|c| Connection::MySql(Box::new(c))))
+                }
+                _ => return self.open_new().await,
+            };
+            if let Some(conn) = now {
+                return conn;
             }
             if let Some(lane) = self.lanes.take_any() {
                 return self.evict(lane).await;
             }
             tokio::select! {
                 biased;
-                conn = pg.open() => return Ok(Connection::Postgres(conn?)),
+                conn = self.open_new() => return conn,
                 () = self.lanes.kept() => continue,
             }
         }
@@ -266,6 +273,12 @@ impl Server {
                     self.open_new().await
                 }
             },
+            // A new session under the lane's permit (`mysql.rs`: a session
+            // is never moved to another database by hand).
+            Connection::MySql(my) => match &self.kind {
+                ServerKind::MySql { server, .. } => Ok(Connection::MySql(Box::new(server.renew(*my).await?))),
+                _ => unreachable!("a MySQL lane comes from a MySQL server"),
+            },
             other => {
                 other.close().await;
                 self.open_new().await
@@ -289,13 +302,16 @@ impl Server {
     }
 
     /// Holds at most `sessions` connections at once (at least 1) from now
-    /// on; call it before the first [`Server::open`]. Only PostgreSQL's pool
-    /// keeps sessions between runs and needs the bound: MySQL, MariaDB,
-    /// SQL Server and SQLite open one connection per run or lane, and the
-    /// runs at once (`--jobs`) bound them already.
+    /// on, in use and kept in lanes together; call it before the first
+    /// [`Server::open`]. PostgreSQL and MySQL/MariaDB keep sessions
+    /// between runs (a pool, lanes of two schemas) and need the bound; SQL
+    /// Server and SQLite open one connection per run, and the runs at once
+    /// (`--jobs`) bound them already.
     pub fn limit_connections(&mut self, sessions: usize) {
-        if let ServerKind::Postgres(s) = &mut self.kind {
-            s.limit_connections(sessions);
+        match &mut self.kind {
+            ServerKind::Postgres(s) => s.limit_connections(sessions),
+            ServerKind::MySql { server, .. } => server.limit_connections(sessions),
+            _ => {}
         }
     }
 
@@ -334,8 +350,10 @@ impl Server {
         for e in self.release_lanes().await {
             eprintln!("warning: {e}");
         }
-        if let ServerKind::Postgres(s) = self.kind {
-            s.close().await;
+        match self.kind {
+            ServerKind::Postgres(s) => s.close().await,
+            ServerKind::MySql { server, .. } => server.close().await,
+            _ => {}
         }
     }
 }

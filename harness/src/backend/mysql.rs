@@ -10,22 +10,33 @@
 //! dialect keeps keys and tokens in `VARBINARY` (see
 //! `dialects/mysql/schema.sql`), which sqlx will not decode as a `String`.
 //!
-//! Every `open()` is a new connection, so a scenario's session state (its
-//! current database, `time_zone`, `sql_mode`, prepared statements) ends
-//! with it. A pooled connection reset by hand (`SET time_zone`, `USE`) is
-//! not enough: sqlx's cached prepared statements stay bound to the database
-//! they were prepared in, so the next scenario's `INSERT INTO jobs` would
-//! land in the previous scenario's table (seen on MariaDB 10.11), and sqlx
-//! has no `COM_RESET_CONNECTION`. Measured locally, a new connection costs
-//! about 0.5 ms, the same as a pool checkout with that reset, against
-//! 20-30 ms for a scenario's own statements.
+//! Every `open()` is a new session (the first is the version probe's), so
+//! a scenario's session state (its current database, `time_zone`,
+//! `sql_mode`, prepared statements) ends with it, unless the connection
+//! stays in its namespace as a lane (`crate::isolation`): then the next
+//! scenario runs in the same database, whose statements sqlx keeps
+//! prepared, and only `time_zone` is set back to the session's first
+//! value ([`MySqlConn::reset_time_zone`]). A connection is never moved to
+//! another database by hand (`USE`): sqlx's cached prepared statements
+//! stay bound to the database they were prepared in, so the next
+//! scenario's `INSERT INTO jobs` would land in the previous scenario's
+//! table (seen on MariaDB 10.11), and sqlx has no `COM_RESET_CONNECTION`;
+//! a lane evicted for another namespace gets a new session
+//! ([`MySqlServer::renew`]).
+//!
+//! At most [`MySqlServer::limit_connections`] sessions are open at once
+//! (`run` sets it to `--jobs`), in use and kept in lanes together: each
+//! [`MySqlConn`] holds a permit until it closes.
 
 use std::str::FromStr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::NaiveDateTime;
 use sqlx::mysql::{MySqlArguments, MySqlConnectOptions, MySqlDatabaseError, MySqlRow};
 use sqlx::{Arguments, Column as _, ConnectOptions, Connection as _, MySqlConnection, Row, TypeInfo as _};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::error::{BackendError, BackendErrorKind};
 use super::instants::InstantEncoding;
@@ -45,9 +56,13 @@ pub const NO_ZONE_TABLES: &str = "the server has no time zone tables, so it know
 /// How long connecting, and the login after it, may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The most sessions a server holds at once unless
+/// [`MySqlServer::limit_connections`] says otherwise: well under MariaDB's
+/// and MySQL's default `max_connections` of 151.
+const MAX_CONNECTIONS: usize = 32;
+
 /// A reachable MySQL or MariaDB server. Not `Debug`: its options hold the
 /// password.
-#[derive(Clone)]
 pub struct MySqlServer {
     options: MySqlConnectOptions,
     secret: Secret,
@@ -55,14 +70,28 @@ pub struct MySqlServer {
     /// Whether the server knows named time zones (`false`: its time zone
     /// tables are empty), probed once when the server is reached.
     zone_tables: bool,
+    /// The `time_zone` a new session has (sqlx sets `+00:00` unless the
+    /// URL's `timezone` says otherwise), read by the probe.
+    initial_zone: String,
+    /// One permit per open session; see [`MySqlServer::limit_connections`].
+    permits: Arc<Semaphore>,
+    /// The version probe's session, for the first open.
+    probe: Mutex<Option<MySqlConnection>>,
+    /// How many sessions were opened, the probe's included (for tests).
+    pub(super) opened: AtomicUsize,
 }
 
-/// One connection, private to one scenario run.
+/// One connection, private to one scenario run (or kept in a lane).
 pub struct MySqlConn {
     conn: MySqlConnection,
     secret: Secret,
     /// See [`MySqlServer`]'s field.
     zone_tables: bool,
+    /// See [`MySqlServer`]'s field.
+    initial_zone: String,
+    /// This session's share of the server's limit, given back when the
+    /// connection is closed or dropped.
+    permit: OwnedSemaphorePermit,
     /// How instants are bound; `NaiveUtc` is the same as `Native` here.
     pub(super) instants: InstantEncoding,
 }
@@ -106,7 +135,16 @@ pub async fn connect(url: &str) -> Result<(String, MySqlServer), BackendError> {
 async fn connect_within(url: &str, timeout: Duration) -> Result<(String, MySqlServer), BackendError> {
     let secret = Secret::of(url);
     let options = MySqlConnectOptions::from_str(url).map_err(|e| secret.error(e))?;
-    let mut server = MySqlServer { options, secret, timeout, zone_tables: true };
+    let mut server = MySqlServer {
+        options,
+        secret,
+        timeout,
+        zone_tables: true,
+        initial_zone: String::new(),
+        permits: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
+        probe: Mutex::new(None),
+        opened: AtomicUsize::new(0),
+    };
     let mut conn = match server.open().await {
         Ok(conn) => conn,
         Err(e) => {
@@ -115,12 +153,24 @@ async fn connect_within(url: &str, timeout: Duration) -> Result<(String, MySqlSe
         }
     };
     let probed = tokio::time::timeout(timeout, async {
-        Ok::<_, BackendError>((conn.version().await?, conn.zone_tables().await?))
+        Ok::<_, BackendError>((conn.version().await?, conn.zone_tables().await?, conn.time_zone().await?))
     })
     .await;
-    conn.close().await;
-    let (version, zone_tables) = probed.map_err(|_| silent(timeout))??;
+    let (version, zone_tables, initial_zone) = match probed {
+        Ok(Ok(probed)) => probed,
+        Ok(Err(e)) => {
+            conn.close().await;
+            return Err(e);
+        }
+        Err(_) => {
+            conn.close().await;
+            return Err(silent(timeout));
+        }
+    };
     server.zone_tables = zone_tables;
+    server.initial_zone = initial_zone;
+    // The probe's session is the first run's (its permit goes back now).
+    *server.probe.lock().unwrap_or_else(|p| p.into_inner()) = Some(conn.conn);
     Ok((product_version(&version), server))
 }
 
@@ -143,20 +193,72 @@ fn product_version(reported: &str) -> String {
 }
 
 impl MySqlServer {
-    /// A new connection, with the session sqlx sets up (UTC `time_zone`,
-    /// utf8mb4) and no state of any earlier run.
+    /// A new session, with the session sqlx sets up (UTC `time_zone`,
+    /// utf8mb4) and no state of any earlier run (the first open gets the
+    /// version probe's, which ran only its probes). Waits while the server
+    /// holds its limit of sessions.
     pub async fn open(&self) -> Result<MySqlConn, BackendError> {
-        let connecting = self.options.connect();
-        let conn = match tokio::time::timeout(self.timeout, connecting).await {
-            Ok(result) => result.map_err(|e| self.secret.error(e))?,
-            Err(_) => return Err(silent(self.timeout)),
+        let Ok(permit) = self.permits.clone().acquire_owned().await else {
+            return Err(BackendError::new(BackendErrorKind::Connection, "the server's connections were closed"));
+        };
+        self.open_with(permit).await
+    }
+
+    /// [`MySqlServer::open`] when the server is below its limit now; `None`
+    /// when it would have to wait.
+    pub async fn try_open(&self) -> Option<Result<MySqlConn, BackendError>> {
+        let permit = self.permits.clone().try_acquire_owned().ok()?;
+        Some(self.open_with(permit).await)
+    }
+
+    /// A new session in place of `conn`'s, which is closed, under the same
+    /// permit: for a lane evicted for another namespace, whose session
+    /// must not be moved there by hand (see the module).
+    pub async fn renew(&self, conn: MySqlConn) -> Result<MySqlConn, BackendError> {
+        let MySqlConn { conn, permit, .. } = conn;
+        let _ = conn.close().await;
+        self.open_with(permit).await
+    }
+
+    async fn open_with(&self, permit: OwnedSemaphorePermit) -> Result<MySqlConn, BackendError> {
+        let probe = self.probe.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let conn = match probe {
+            Some(conn) => conn,
+            None => {
+                let connecting = self.options.connect();
+                let conn = match tokio::time::timeout(self.timeout, connecting).await {
+                    Ok(result) => result.map_err(|e| self.secret.error(e))?,
+                    Err(_) => return Err(silent(self.timeout)),
+                };
+                self.opened.fetch_add(1, Ordering::Relaxed);
+                conn
+            }
         };
         Ok(MySqlConn {
             conn,
             secret: self.secret.clone(),
             zone_tables: self.zone_tables,
+            initial_zone: self.initial_zone.clone(),
+            permit,
             instants: InstantEncoding::default(),
         })
+    }
+
+    /// Holds at most `sessions` connections at once (at least 1) from now
+    /// on, in use and kept in lanes together; call it before the first
+    /// [`MySqlServer::open`] after [`connect`].
+    pub fn limit_connections(&mut self, sessions: usize) {
+        self.permits = Arc::new(Semaphore::new(sessions.max(1)));
+    }
+
+    /// Closes the probe's session if no run took it; no session opens
+    /// after it.
+    pub async fn close(&self) {
+        self.permits.close();
+        let probe = self.probe.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(conn) = probe {
+            let _ = conn.close().await;
+        }
     }
 }
 
@@ -166,6 +268,24 @@ impl MySqlConn {
         // A trivial probe, the one SQL text not taken from a dialect file.
         let row = sqlx::query("SELECT VERSION()").fetch_one(&mut self.conn).await.map_err(|e| self.secret.error(e))?;
         row.try_get(0).map_err(|e| self.secret.error(e))
+    }
+
+    /// The session's `time_zone`.
+    async fn time_zone(&mut self) -> Result<String, BackendError> {
+        // A probe of the session, like the version probe: the zone a
+        // scenario's `set_time_zone` is undone to.
+        let row = sqlx::query("SELECT @@session.time_zone").fetch_one(&mut self.conn).await;
+        row.and_then(|r| r.try_get::<String, _>(0)).map_err(|e| self.secret.error(e))
+    }
+
+    /// Sets the session's `time_zone` back to the value it had when the
+    /// session began: after a scenario's `set_time_zone`, for a connection
+    /// kept in its namespace.
+    pub(super) async fn reset_time_zone(&mut self) -> Result<(), BackendError> {
+        // Connection hygiene, not a dialect's business (like PostgreSQL's
+        // RESET ALL): undoes what `set_time_zone` did. The zone is bound.
+        let zone = Value::Text(self.initial_zone.clone());
+        self.execute("SET time_zone = ?", std::slice::from_ref(&zone)).await.map(drop)
     }
 
     /// Whether the server converts to a named zone: `CONVERT_TZ` gives NULL
@@ -221,9 +341,12 @@ impl MySqlConn {
         rows.iter().map(|r| decode(r, columns).map_err(|e| self.secret.scrub_error(e))).collect()
     }
 
-    /// Closes the connection, and with it the session.
+    /// Closes the connection, and with it the session; its permit goes
+    /// back to the server.
     pub async fn close(self) {
-        let _ = self.conn.close().await;
+        let MySqlConn { conn, permit, .. } = self;
+        let _ = conn.close().await;
+        drop(permit);
     }
 }
 

@@ -26,9 +26,10 @@
 //! session setting a dialect can change (`search_path`, `TimeZone`), so
 //! nothing leaks from one scenario into the next. The pool never holds more
 //! sessions than its limit ([`PgServer::limit_connections`]; `run` sets it
-//! to `--jobs`), counting the ones in use and the idle ones, plus the one
-//! version probe of [`connect`], closed before the pool opens any. It
-//! never retries: a refused or reset connection fails the open that met it
+//! to `--jobs`), counting the ones in use and the idle ones; the version
+//! probe of [`connect`] is the pool's first idle session, so a run opens
+//! no connection more than it uses (each TLS handshake costs a few round
+//! trips). It never retries: a refused or reset connection fails the open that met it
 //! at once (sqlx's own pool retried a refused connect until its 5 s
 //! timeout, for every remaining scenario once a server had stopped, and
 //! could open more sessions than its maximum while a returned connection
@@ -136,31 +137,42 @@ pub async fn connect(url: &str, wanted: Product) -> Result<PgServer, BackendErro
 async fn connect_within(url: &str, wanted: Product, timeout: Duration) -> Result<PgServer, BackendError> {
     let hide = |e: BackendError| hide_password(e, url);
     let options = PgConnectOptions::from_str(url).map_err(|e| hide(e.into()))?;
-    let reported = match probe_version(&options, timeout).await {
-        Ok(reported) => reported,
+    let (reported, probe) = match probe_version(&options, timeout).await {
+        Ok(probed) => probed,
         Err(e) => return Err(hide(super::tls::explain_pg_refusal(e, &options, timeout).await)),
     };
-    let version = expect_product(&reported, wanted)?;
+    let version = match expect_product(&reported, wanted) {
+        Ok(version) => version,
+        Err(e) => {
+            let _ = probe.close().await;
+            return Err(e);
+        }
+    };
     Ok(PgServer {
         options,
         timeout,
         permits: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
-        idle: Arc::default(),
-        opened: AtomicUsize::new(0),
+        // The probe's session is the first run's: reset when opened, like
+        // any idle one, and holding no permit until then.
+        idle: Arc::new(Mutex::new(vec![probe])),
+        opened: AtomicUsize::new(1),
         url: url.to_owned(),
         version,
         product: wanted,
     })
 }
 
-/// The server's `version()` text, asked on a connection of its own: the
-/// pool retries a refused connection until its timeout, where this fails at
-/// once with the cause.
-async fn probe_version(options: &PgConnectOptions, timeout: Duration) -> Result<String, BackendError> {
+/// The server's `version()` text, asked on a new connection, which is
+/// given back for the pool (failing at once with the cause of a refusal).
+async fn probe_version(options: &PgConnectOptions, timeout: Duration) -> Result<(String, PgConnection), BackendError> {
     let mut probe = connect_once(options, timeout).await?;
-    let reported = server_version(&mut probe).await;
-    let _ = probe.close().await;
-    reported
+    match server_version(&mut probe).await {
+        Ok(reported) => Ok((reported, probe)),
+        Err(e) => {
+            let _ = probe.close().await;
+            Err(e)
+        }
+    }
 }
 
 /// `postgres 15.20` or `cockroach 23.1.11` from a `version()` text, when it
@@ -667,9 +679,10 @@ mod tests {
             let alter = format!("ALTER ROLE {role} CONNECTION LIMIT 1");
             sqlx::query(sqlx::AssertSqlSafe(alter)).execute(&mut admin).await.expect("the limit is lowered");
             let mut server = backend::postgres(limited.as_str()).await.expect("the limited role logs in");
-            until_no_session(&mut admin, &role).await;
+            // The version probe's session stays, idle, for the first open.
+            assert_eq!(sessions_of(&mut admin, &role).await, 1, "the probe's session is kept");
             server.limit_connections(4);
-            let first = server.open().await.expect("one session is allowed");
+            let first = server.open().await.expect("the probe's session is reused");
             let Err(e) = server.open().await else { panic!("a second session was allowed") };
             first.close().await;
             server.close().await;
