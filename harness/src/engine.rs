@@ -373,6 +373,12 @@ pub enum EngineErrorKind {
     /// statement's `file:line` where the SQL engine knows it.
     #[error("{0}: raise --statement-timeout if the statement is meant to run this long")]
     TimedOut(String),
+    /// A namespace script ran without an error but did not do its job (a
+    /// namespace still listed after `drop_namespace`, a session elsewhere
+    /// after `enter_namespace`): what the catalog showed, with the
+    /// script's `file:line` (`crate::isolation::NamespaceFault`).
+    #[error("{0}")]
+    Namespace(String),
     /// reapcheck itself panicked while running the scenario: the message.
     #[error("reapcheck panicked: {0}; this is a bug in reapcheck, please report it with the scenario")]
     Panicked(String),

@@ -29,6 +29,16 @@
 //! was. Idle lanes are dropped when their server closes
 //! ([`Server::release_lanes`]); a process that dies leaves them to the
 //! next run's sweep ([`crate::namespace`]).
+//!
+//! A namespace script that runs without an error is not trusted to have
+//! done its job: after `create_namespace` and `drop_namespace` the catalog
+//! must (not) list the namespace, and after `enter_namespace` the session
+//! must resolve tables in it ([`NamespaceFault`]). Before the first run of
+//! a dialect on a server, [`prove`] makes, enters, fills (`schema`) and
+//! drops a namespace of its own with the dialect's scripts, so a no-op
+//! `drop_namespace`, a `DROP SCHEMA` without `CASCADE` or a no-op
+//! `enter_namespace` fails every run, naming the script and its
+//! `file:line`, before any scenario makes a namespace it cannot remove.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 
@@ -41,6 +51,228 @@ use crate::namespace;
 use crate::scenario::Schema;
 use crate::sql::namespace_script_for;
 use crate::statement_log::{Executed, Returned};
+
+/// What a namespace script failed to do although it ran without an error,
+/// as the catalog shows it afterwards.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NamespaceFault {
+    /// After `create_namespace` the server lists no such schema or database.
+    NotCreated {
+        /// `<dialect>/<file>:<line>` of the script.
+        origin: String,
+        /// The namespace it was to create.
+        namespace: String,
+    },
+    /// After `enter_namespace` the session resolves unqualified tables
+    /// somewhere else.
+    NotEntered {
+        /// `<dialect>/<file>:<line>` of the script.
+        origin: String,
+        /// The namespace it was to enter.
+        namespace: String,
+        /// Where the session is instead (its schema and/or database).
+        found: String,
+    },
+    /// After `drop_namespace` the server still lists the namespace.
+    NotDropped {
+        /// `<dialect>/<file>:<line>` of the script.
+        origin: String,
+        /// The namespace it was to drop.
+        namespace: String,
+    },
+}
+
+impl NamespaceFault {
+    /// The script at fault.
+    pub fn statement(&self) -> &'static str {
+        match self {
+            NamespaceFault::NotCreated { .. } => "create_namespace",
+            NamespaceFault::NotEntered { .. } => "enter_namespace",
+            NamespaceFault::NotDropped { .. } => "drop_namespace",
+        }
+    }
+}
+
+impl std::fmt::Display for NamespaceFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NamespaceFault::NotCreated { origin, namespace } => write!(
+                f,
+                "{origin}: create_namespace ran without an error but the server lists no {namespace}: make it \
+                 create the schema or database {{namespace}}"
+            ),
+            NamespaceFault::NotEntered { origin, namespace, found } => write!(
+                f,
+                "{origin}: enter_namespace ran without an error but the session still resolves tables in \
+                 {found}, not in {namespace}: make it switch this connection to {{namespace}} (PostgreSQL \
+                 `SET search_path TO {{namespace}}`, MySQL `USE {{namespace}}`)"
+            ),
+            NamespaceFault::NotDropped { origin, namespace } => write!(
+                f,
+                "{origin}: drop_namespace ran without an error but {namespace} is still on the server: make it \
+                 remove the namespace and everything in it (PostgreSQL `DROP SCHEMA {{namespace}} CASCADE`, MySQL \
+                 `DROP DATABASE {{namespace}}`)"
+            ),
+        }
+    }
+}
+
+impl From<NamespaceFault> for EngineError {
+    fn from(fault: NamespaceFault) -> EngineError {
+        EngineError { statement: fault.statement(), kind: EngineErrorKind::Namespace(fault.to_string()) }
+    }
+}
+
+/// `<dialect>/<file>:<line>` of script `name`, for messages.
+fn origin_of(dialect: &Dialect, name: &str, schema: Schema) -> String {
+    dialect.find(name, schema).map(|s| s.origin.clone()).unwrap_or_else(|| format!("{}/?", dialect.name))
+}
+
+/// Whether `conn`'s namespaces are in a catalog: not on SQLite, where each
+/// connection is a database of its own and the scripts may be blank.
+fn has_catalog(conn: &Connection) -> bool {
+    !matches!(conn, Connection::Sqlite(_))
+}
+
+fn catalog_failed(statement: &'static str) -> impl FnOnce(crate::backend::BackendError) -> EngineError {
+    move |e| EngineError { statement, kind: e.into() }
+}
+
+/// After `create_namespace` ran on `conn`: the catalog lists `namespace`.
+pub async fn check_created(
+    conn: &mut Connection,
+    dialect: &Dialect,
+    schema: Schema,
+    namespace: &str,
+) -> Result<(), EngineError> {
+    if !has_catalog(conn) || conn.namespace_exists(namespace).await.map_err(catalog_failed("create_namespace"))? {
+        return Ok(());
+    }
+    Err(NamespaceFault::NotCreated {
+        origin: origin_of(dialect, "create_namespace", schema),
+        namespace: namespace.to_owned(),
+    }
+    .into())
+}
+
+/// After `enter_namespace` ran on `conn`: the session resolves unqualified
+/// tables in `namespace` (PostgreSQL's `current_schema()`, CockroachDB's
+/// `current_database()`, MySQL's `DATABASE()`, SQL Server's `DB_NAME()`).
+pub async fn check_entered(
+    conn: &mut Connection,
+    dialect: &Dialect,
+    schema: Schema,
+    namespace: &str,
+) -> Result<(), EngineError> {
+    let found = conn.current_namespaces().await.map_err(catalog_failed("enter_namespace"))?;
+    if found.is_empty() || found.iter().any(|f| f.as_deref() == Some(namespace)) {
+        return Ok(());
+    }
+    let found = found.iter().map(|f| f.as_deref().unwrap_or("no schema")).collect::<Vec<_>>().join(" and ");
+    let origin = origin_of(dialect, "enter_namespace", schema);
+    Err(NamespaceFault::NotEntered { origin, namespace: namespace.to_owned(), found }.into())
+}
+
+/// After `drop_namespace` ran on `conn` without an error: the catalog no
+/// longer lists `namespace`.
+pub async fn check_dropped(conn: &mut Connection, dialect: &Dialect, namespace: &str) -> Result<(), EngineError> {
+    if !conn.namespace_exists(namespace).await.map_err(catalog_failed("drop_namespace"))? {
+        return Ok(());
+    }
+    Err(NamespaceFault::NotDropped {
+        origin: origin_of(dialect, "drop_namespace", Schema::Standard),
+        namespace: namespace.to_owned(),
+    }
+    .into())
+}
+
+/// Which dialects' proofs ([`prove`]) stand for each other: the same
+/// dialect name, namespace scripts and table script.
+fn proof_key(dialect: &Dialect) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    dialect.name.hash(&mut hasher);
+    for name in ["create_namespace", "enter_namespace", "drop_namespace", "schema"] {
+        dialect.find(name, Schema::Standard).map(|s| &s.sql).hash(&mut hasher);
+    }
+    hasher.finish()
+}
+
+/// Proves once per server that `dialect`'s namespace scripts do their
+/// job, before any scenario makes a namespace with them: a namespace of
+/// its own is made (`create_namespace`, then listed in the catalog),
+/// entered (`enter_namespace`, then the session's schema or database
+/// read back), given the tables (`schema`, so that a drop that leaves a
+/// namespace with tables in it shows), and dropped (`drop_namespace`,
+/// then no longer listed). The answer is kept on the server; a connection
+/// that failed is not kept, so the next run tries again.
+///
+/// Errors: the first script that failed or did not do its job, its
+/// `file:line` in the message; a namespace the proof made and could not
+/// drop is left to the sweep.
+pub async fn prove(server: &Server, dialect: &Dialect) -> Result<(), EngineError> {
+    let key = proof_key(dialect);
+    let mut proofs = server.proofs().lock().await;
+    if let Some(proof) = proofs.get(&key) {
+        return proof
+            .clone()
+            .map_err(|(statement, why)| EngineError { statement, kind: EngineErrorKind::Namespace(why) });
+    }
+    let result = prove_once(server, dialect).await;
+    match &result {
+        Ok(()) => {
+            proofs.insert(key, Ok(()));
+        }
+        Err(e) if matches!(e.kind, EngineErrorKind::Connection(_) | EngineErrorKind::Interrupted(_)) => {}
+        Err(e) => {
+            proofs.insert(key, Err((e.statement, e.kind.to_string())));
+        }
+    }
+    result
+}
+
+/// One proof (see [`prove`]) on a new connection, the namespace dropped
+/// on another if the proof failed before its own drop did.
+async fn prove_once(server: &Server, dialect: &Dialect) -> Result<(), EngineError> {
+    let mut conn = server.open().await.map_err(catalog_failed("connect"))?;
+    let ns = namespace::fresh();
+    let result = prove_on(&mut conn, dialect, &ns).await;
+    conn.close().await;
+    if result.is_err()
+        && let Ok(mut other) = server.open().await
+    {
+        let _ = namespace_script_for(&mut other, dialect, "drop_namespace", Schema::Standard, &ns).await;
+        other.close().await;
+    }
+    result
+}
+
+/// The scripts of a proof on `conn`, each error given its script's
+/// `file:line` and the note that reapcheck ran it to prove the scripts.
+async fn prove_on(conn: &mut Connection, dialect: &Dialect, ns: &str) -> Result<(), EngineError> {
+    let standard = Schema::Standard;
+    let proved = |name: &'static str| {
+        let origin = origin_of(dialect, name, standard);
+        move |e: EngineError| match e.kind {
+            EngineErrorKind::Connection(_) | EngineErrorKind::Interrupted(_) => e,
+            why => EngineError {
+                statement: e.statement,
+                kind: EngineErrorKind::Namespace(format!(
+                    "{origin}: {name} failed on a namespace reapcheck made to prove the namespace scripts, \
+                     before any scenario: {why}"
+                )),
+            },
+        }
+    };
+    namespace_script_for(conn, dialect, "create_namespace", standard, ns).await.map_err(proved("create_namespace"))?;
+    check_created(conn, dialect, standard, ns).await?;
+    namespace_script_for(conn, dialect, "enter_namespace", standard, ns).await.map_err(proved("enter_namespace"))?;
+    check_entered(conn, dialect, standard, ns).await?;
+    namespace_script_for(conn, dialect, "schema", standard, ns).await.map_err(proved("schema"))?;
+    // As a run's teardown does: no transaction is left open around the drop.
+    let _ = conn.rollback().await;
+    namespace_script_for(conn, dialect, "drop_namespace", standard, ns).await.map_err(proved("drop_namespace"))?;
+    check_dropped(conn, dialect, ns).await
+}
 
 /// A connection inside a namespace, ready for one run.
 pub struct Acquired {
@@ -85,6 +317,7 @@ pub async fn acquire(
     schema: Schema,
     log: &mut Vec<Executed>,
 ) -> Result<Acquired, EngineError> {
+    prove(server, dialect).await?;
     let key = lane_key(dialect, schema);
     if let Some(key) = key {
         while let Some(mut lane) = server.take_lane(key) {
@@ -217,7 +450,13 @@ async fn fresh(
     let ns = lane.namespace.clone();
     let mut made = scripted(&mut lane.conn, dialect, "create_namespace", schema, &ns, Phase::Setup, log).await;
     if made.is_ok() {
+        made = checked(check_created(&mut lane.conn, dialect, schema, &ns).await, log);
+    }
+    if made.is_ok() {
         made = scripted(&mut lane.conn, dialect, "enter_namespace", schema, &ns, Phase::Setup, log).await;
+    }
+    if made.is_ok() {
+        made = checked(check_entered(&mut lane.conn, dialect, schema, &ns).await, log);
     }
     match made {
         Ok(()) => Ok(Acquired { lane, tables_kept: false, key }),
@@ -239,8 +478,11 @@ async fn drop_lane(server: &Server, dialect: &Dialect, lane: Lane, log: &mut Vec
     // transaction open, and a drop inside it would be rolled back when the
     // connection closes: end it first (an error means there was none).
     let _ = conn.rollback().await;
-    let dropped =
+    let mut dropped =
         scripted(&mut conn, dialect, "drop_namespace", Schema::Standard, &namespace, Phase::Teardown, log).await;
+    if dropped.is_ok() {
+        dropped = checked(check_dropped(&mut conn, dialect, &namespace).await, log);
+    }
     conn.close().await;
     match dropped {
         Ok(()) => Ok(()),
@@ -253,6 +495,15 @@ async fn drop_lane(server: &Server, dialect: &Dialect, lane: Lane, log: &mut Vec
 fn drop_commands(dialect: &Dialect, conn: &Connection, namespace: &str) -> Vec<String> {
     let sql = dialect.statement("drop_namespace", Schema::Standard).sql.replace(NAMESPACE_MARKER, namespace);
     text::commands_in(&sql, conn.grammar()).iter().map(|c| text::prepare(c, conn.placeholders()).sql).collect()
+}
+
+/// `check`, also written into the log entry of the script it checked (the
+/// last one): a script that did not do its job is logged as failed.
+fn checked(check: Result<(), EngineError>, log: &mut [Executed]) -> Result<(), EngineError> {
+    if let (Err(e), Some(last)) = (&check, log.last_mut()) {
+        last.returned = Returned::Failed(e.kind.to_string());
+    }
+    check
 }
 
 /// Runs namespace script `name` and logs it.
@@ -298,7 +549,10 @@ pub async fn confirm_dropped(
         return Ok(());
     }
     let Ok(mut conn) = server.open().await else { return Err(failed) };
-    let again = namespace_script_for(&mut conn, dialect, "drop_namespace", Schema::Standard, namespace).await;
+    let mut again = namespace_script_for(&mut conn, dialect, "drop_namespace", Schema::Standard, namespace).await;
+    if again.is_ok() {
+        again = check_dropped(&mut conn, dialect, namespace).await;
+    }
     conn.close().await;
     again.map_err(|_| failed)
 }

@@ -144,6 +144,51 @@ impl Connection {
         matches!(self, Connection::Postgres(_))
     }
 
+    /// The names in which this session resolves an unqualified table
+    /// name, as the catalog says: PostgreSQL's `current_schema()` (`None`
+    /// where no schema on the search path exists) and, for CockroachDB,
+    /// whose namespaces are databases, `current_database()`; MySQL's and
+    /// MariaDB's `DATABASE()`; SQL Server's `DB_NAME()`. Empty on SQLite,
+    /// where the connection is the scenario's own database: no name to
+    /// compare. What `crate::isolation` checks after `enter_namespace`.
+    pub async fn current_namespaces(&mut self) -> Result<Vec<Option<String>>, BackendError> {
+        // Harness bookkeeping, like the sweep's listing: where the session
+        // is, from the product's own functions.
+        let (sql, count) = match self {
+            Connection::Sqlite(_) => return Ok(Vec::new()),
+            Connection::Postgres(_) => ("SELECT CAST(current_schema() AS text), CAST(current_database() AS text)", 2),
+            Connection::MySql(_) => ("SELECT CAST(DATABASE() AS BINARY)", 1),
+            Connection::Mssql(_) => ("SELECT DB_NAME()", 1),
+        };
+        let names =
+            ["namespace", "database"].map(|name| Column { name, kind: crate::engine::Kind::Text, nullable: true });
+        let rows = self.query(sql, &[], &names[..count]).await?;
+        let row = rows.into_iter().next().unwrap_or_default();
+        Ok(row.into_iter().map(|v| if let Value::Text(t) = v { Some(t) } else { None }).collect())
+    }
+
+    /// Whether the catalog lists a schema or database named `namespace`:
+    /// PostgreSQL's schemas of the current database or the cluster's
+    /// databases (CockroachDB's namespaces), MySQL's and MariaDB's
+    /// databases, SQL Server's databases; never on SQLite, whose
+    /// namespaces are in-memory databases that go with their connection.
+    /// What `crate::isolation` checks after `drop_namespace`.
+    pub async fn namespace_exists(&mut self, namespace: &str) -> Result<bool, BackendError> {
+        // Harness bookkeeping, like the sweep's listing; the name is bound.
+        let sql = match self {
+            Connection::Sqlite(_) => return Ok(false),
+            Connection::Postgres(_) => {
+                "SELECT (SELECT count(*) FROM information_schema.schemata WHERE CAST(schema_name AS text) = $1) \
+                 + (SELECT count(*) FROM pg_catalog.pg_database WHERE CAST(datname AS text) = $1)"
+            }
+            Connection::MySql(_) => "SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name = ?",
+            Connection::Mssql(_) => "SELECT COUNT(*) FROM sys.databases WHERE name = @P1",
+        };
+        let count = Column { name: "count", kind: crate::engine::Kind::Int, nullable: false };
+        let rows = self.query(sql, &[Value::Text(namespace.to_owned())], std::slice::from_ref(&count)).await?;
+        Ok(rows.first().and_then(|r| r.first()).is_some_and(|v| !matches!(v, Value::Int(0))))
+    }
+
     /// Closes the connection.
     pub async fn close(self) {
         match self {
@@ -160,7 +205,14 @@ impl Connection {
 pub struct Server {
     kind: ServerKind,
     lanes: lanes::Lanes,
+    /// What `crate::isolation::prove` found for each set of namespace
+    /// scripts on this server, so that it runs once per server.
+    proofs: tokio::sync::Mutex<std::collections::HashMap<u64, Proof>>,
 }
+
+/// Whether a dialect's namespace scripts did what they must on a server
+/// (`crate::isolation::prove`): `Err` holds the script at fault and why.
+pub type Proof = Result<(), (&'static str, String)>;
 
 /// The product behind a [`Server`].
 enum ServerKind {
@@ -189,7 +241,13 @@ enum ServerKind {
 
 impl Server {
     fn new(kind: ServerKind) -> Server {
-        Server { kind, lanes: lanes::Lanes::default() }
+        Server { kind, lanes: lanes::Lanes::default(), proofs: Default::default() }
+    }
+
+    /// The namespace proofs made on this server, by the key of the scripts
+    /// proved (`crate::isolation::prove`).
+    pub fn proofs(&self) -> &tokio::sync::Mutex<std::collections::HashMap<u64, Proof>> {
+        &self.proofs
     }
 
     /// The server product and version actually reached, such as
@@ -263,8 +321,8 @@ impl Server {
     /// the session defaults: on PostgreSQL the same session, reset; on the
     /// others a new one (their sessions have no reset).
     async fn evict(&self, lane: Lane) -> Result<Connection, BackendError> {
-        let Lane { mut conn, drop, .. } = lane;
-        let dropped = drop_namespace(&mut conn, &drop).await;
+        let Lane { mut conn, drop, namespace, .. } = lane;
+        let dropped = drop_namespace(&mut conn, &namespace, &drop).await;
         match conn {
             Connection::Postgres(mut pg) if dropped.is_ok() => match pg.reset().await {
                 Ok(()) => Ok(Connection::Postgres(pg)),
@@ -293,7 +351,7 @@ impl Server {
         let mut errors = Vec::new();
         for lane in self.lanes.take_all() {
             let Lane { mut conn, namespace, drop, .. } = lane;
-            if let Err(e) = drop_namespace(&mut conn, &drop).await {
+            if let Err(e) = drop_namespace(&mut conn, &namespace, &drop).await {
                 errors.push(format!("namespace {namespace} was not dropped: {e}"));
             }
             conn.close().await;
@@ -376,10 +434,21 @@ pub(crate) fn namespace_listing(product: postgres::Product) -> &'static str {
     }
 }
 
-/// Runs a lane's `drop_namespace` commands.
-async fn drop_namespace(conn: &mut Connection, commands: &[String]) -> Result<(), BackendError> {
+/// Runs a lane's `drop_namespace` commands, then checks in the catalog
+/// that `namespace` is gone: a script that runs without an error is not
+/// proof (a no-op, a `DROP SCHEMA` without `CASCADE` that only warns).
+async fn drop_namespace(conn: &mut Connection, namespace: &str, commands: &[String]) -> Result<(), BackendError> {
     for command in commands {
         conn.execute(command, &[]).await?;
+    }
+    if conn.namespace_exists(namespace).await? {
+        return Err(BackendError::new(
+            BackendErrorKind::Database,
+            format!(
+                "{namespace} is still on the server after drop_namespace ran without an error: make the \
+                 dialect's drop_namespace remove the namespace and everything in it (CASCADE)"
+            ),
+        ));
     }
     Ok(())
 }

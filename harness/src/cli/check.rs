@@ -1,4 +1,13 @@
-//! `reapcheck check`: validate without running.
+//! `reapcheck check`: validate without running scenarios.
+//!
+//! Once everything is valid, each dialect's namespace scripts are proved
+//! on each target that runs it and can be reached (SQLite always, the
+//! others from `REAPCHECK_<TARGET>_URL`; `--offline` connects to none):
+//! a namespace is made, entered, given the tables and dropped, and the
+//! catalog must agree after each script ([`reapcheck::isolation::prove`]).
+//! A script that fails or does not do its job fails `check` (exit 1) with
+//! the script and its `file:line`; a target not reached is reported as not
+//! checked, never as passing.
 //!
 //! An orphaned snapshot (its scenario deleted or renamed) is an error here,
 //! exit 2: the claim it recorded is no longer checked by anything, and a
@@ -10,14 +19,21 @@ use std::process::ExitCode;
 use reapcheck::config::ScenarioSet;
 use reapcheck::snapshot::{self, Orphan};
 
+use reapcheck::dialect::Dialect;
+use reapcheck::target::Target;
+
 use super::inputs::report;
-use super::{EXIT_INVALID, Inputs};
+use super::{EXIT_FAILED, EXIT_INVALID, Inputs};
 
 /// Arguments of `check`.
 #[derive(clap::Args, Debug)]
 pub struct CheckArgs {
     #[command(flatten)]
     inputs: Inputs,
+    /// Validate only: do not prove the namespace scripts on any target
+    /// (not even embedded SQLite).
+    #[arg(long)]
+    offline: bool,
 }
 
 /// Validates every scenario and every dialect and prints each dialect's profile;
@@ -83,7 +99,84 @@ pub fn check(args: CheckArgs) -> ExitCode {
     for d in dialects.iter().flatten() {
         println!("profile of {}: {}", d.name, d.profile);
     }
+    if args.offline {
+        return ExitCode::SUCCESS;
+    }
+    let loaded = dialects.unwrap_or_default();
+    let Ok(runtime) = tokio::runtime::Builder::new_multi_thread().enable_all().build() else {
+        eprintln!("error: the async runtime did not start: free some memory or threads and run again");
+        return ExitCode::from(EXIT_FAILED);
+    };
+    let failed = runtime.block_on(prove_namespaces(&loaded));
+    if failed > 0 {
+        println!("{failed} namespace proofs failed: fix the scripts named above before running scenarios");
+        return ExitCode::from(EXIT_FAILED);
+    }
     ExitCode::SUCCESS
+}
+
+/// What [`prove_on`] found for one target.
+enum Proved {
+    /// The scripts did their job on the server of this version.
+    Passed(String),
+    /// A script failed or did not do its job, on the server of this version.
+    Failed(String, String),
+    /// The target was not reached: why.
+    NotChecked(String),
+}
+
+/// Proves each of `dialects`' namespace scripts on every target that runs
+/// it, one line per target; returns how many failed.
+async fn prove_namespaces(dialects: &[Dialect]) -> usize {
+    let mut failed = 0;
+    for target in Target::ALL {
+        let Some(dialect) = dialects.iter().find(|d| d.name == target.dialect()) else { continue };
+        let what = format!("namespace scripts of {} on {target}", dialect.name);
+        match prove_on(target, dialect).await {
+            Proved::Passed(version) => {
+                println!("{what} [{version}]: create_namespace, enter_namespace and drop_namespace do their job")
+            }
+            Proved::Failed(version, why) => {
+                println!("FAIL {what} [{version}]: {why}");
+                failed += 1;
+            }
+            Proved::NotChecked(why) => println!("not checked: {what}: {why}"),
+        }
+    }
+    failed
+}
+
+/// Reaches `target` from its URL (SQLite: embedded) and proves `dialect`'s
+/// namespace scripts on it. No container is started: `check` proves what
+/// the environment names.
+async fn prove_on(target: Target, dialect: &Dialect) -> Proved {
+    let variable = target.url_variable();
+    let url = match std::env::var(&variable) {
+        _ if target == Target::Sqlite => String::new(),
+        Ok(url) if !url.trim().is_empty() => url,
+        _ => return Proved::NotChecked(format!("{variable} is not set")),
+    };
+    let server = match reapcheck::reach::connect(target, &url).await {
+        Ok(server) => server,
+        Err(e) => {
+            let shown = reapcheck::redact::url(&url);
+            return Proved::NotChecked(format!(
+                "cannot reach {shown} (from {variable}): {}",
+                reapcheck::redact::message(&e, &url)
+            ));
+        }
+    };
+    if let Some(why) = reapcheck::reach::wrong_server(target, server.version()) {
+        server.close().await;
+        return Proved::NotChecked(why);
+    }
+    let version = server.version().to_owned();
+    let proved = reapcheck::isolation::prove(&server, dialect).await;
+    server.close().await;
+    match proved {
+        Ok(()) => Proved::Passed(version),
+        Err(e) => Proved::Failed(version, e.to_string()),
+    }
 }
 
 /// Every orphaned snapshot in the scenario folders `inputs` selects

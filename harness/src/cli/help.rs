@@ -67,12 +67,16 @@ pub const LIST: &str = concat!(
 pub const CHECK: &str = concat!(
     "Examples:\n  \
      reapcheck check                                 # the project's scenarios and dialects\n  \
-     reapcheck check --dialects my-port              # lint a port: every statement present\n\n",
+     reapcheck check --dialects my-port              # lint a port: every statement present, and its\n  \
+                                                     # namespace scripts proved on each reachable target\n  \
+     reapcheck check --offline                       # validate only: connect to no server\n\n",
     order!(),
     "\nEnvironment:\n",
     inputs_env!(),
+    "  REAPCHECK_<TARGET>_URL  a server to prove the namespace scripts on (sqlite always; no URL: not checked)\n",
     "\nExit codes:\n  \
-     0  every scenario and dialect is valid\n  \
+     0  every scenario and dialect is valid, and every target reached ran the namespace scripts as they must\n  \
+     1  a namespace script failed or did not do its job on a target (the script and its file:line named)\n  \
      2  something is invalid (each problem with file:line:column), or the dialects folder is missing or empty\n"
 );
 
