@@ -53,6 +53,16 @@ pub fn read_string(path: &Path) -> Result<String, ReadErrorKind> {
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e.utf8_error()).into())
 }
 
+/// `path` as reapcheck shows it in messages and traces: relative to the
+/// current folder when below it (so a terminal or editor opens it from
+/// where the command ran), else absolute; `.` for the current folder.
+pub fn shown_path(path: &Path) -> String {
+    let cwd = std::env::current_dir().unwrap_or_default();
+    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let relative = path.strip_prefix(&cwd).unwrap_or(&path);
+    if relative.as_os_str().is_empty() { ".".to_owned() } else { relative.display().to_string() }
+}
+
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;

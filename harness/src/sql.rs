@@ -243,13 +243,13 @@ impl<'a> SqlEngine<'a> {
     }
 }
 
-/// `<dialect>/<file>:<line>` of the script command that starts `offset`
-/// bytes into `statement`'s SQL, which begins on the line after its
-/// `-- name:` marker (the line its origin names).
+/// `<file>:<line>` of the script command that starts `offset` bytes into
+/// `statement`'s SQL, whose first line of SQL is the line its origin names.
 fn command_origin(statement: &Statement, offset: usize) -> String {
     let lines_before = statement.sql[..offset.min(statement.sql.len())].matches('\n').count();
+    let below_first = lines_before.saturating_sub(text::leading_blank_lines(&statement.sql));
     match statement.origin.rsplit_once(':').and_then(|(file, line)| Some((file, line.parse::<usize>().ok()?))) {
-        Some((file, marker)) => format!("{file}:{}", marker + 1 + lines_before),
+        Some((file, first)) => format!("{file}:{}", first + below_first),
         None => statement.origin.clone(),
     }
 }

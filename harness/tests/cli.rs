@@ -503,7 +503,10 @@ fn mutate_runs_on_a_port_spelled_differently() {
     let out = stdout(&o);
     assert!(o.status.success(), "{out}{}", stderr(&o));
     assert!(
-        out.contains("  not applicable: named mutant `coalesce-swapped` does not apply to sqlite's `reap_scan` (sqlite/reaper.sql:"),
+        out.contains(&format!(
+            "  not applicable: named mutant `coalesce-swapped` does not apply to sqlite's `reap_scan` ({}:7)",
+            std::path::Path::new(&dialects).join("sqlite/reaper.sql").display()
+        )),
         "{out}"
     );
     assert!(out.contains("  not applicable: named mutant `takeover-ignores-expiry`"), "{out}");
@@ -522,7 +525,8 @@ fn mutate_lists_unparsable_statements_and_rejects_a_stale_equivalence() {
     let o = reapcheck(&["mutate", "--db", "sqlite", "--dialects", &dialects, "--list"]);
     let out = stdout(&o);
     assert!(o.status.success(), "{out}");
-    assert!(out.contains("sqlite: not generated: sqlite/worker.sql:"), "{out}");
+    let worker = std::path::Path::new(&dialects).join("sqlite/worker.sql");
+    assert!(out.contains(&format!("sqlite: not generated: {}:18 ", worker.display())), "{out}");
     assert!(out.contains("(`heartbeat`): "), "{out}");
     assert!(!out.contains("\theartbeat: "), "{out}");
 
@@ -659,10 +663,11 @@ fn a_failure_on_a_target_carries_the_sql_trace_up_to_the_step_where_it_parts() {
     // The statement, its file:line, every bound value with instants relative
     // to the clock, and what it changed.
     assert!(
-        out.contains(
-            "reap_retry (sqlite/reaper.sql:23) :run_at=2026-01-15T12:00:04Z (+4s) :now=2026-01-15T12:00:00Z (0s) \
-             :id=\"on-cutoff\" :attempts=1 :cutoff=2026-01-15T11:50:00Z (-10m) -> 1 row changed"
-        ),
+        out.contains(&format!(
+            "reap_retry ({}:24) :run_at=2026-01-15T12:00:04Z (+4s) :now=2026-01-15T12:00:00Z (0s) \
+             :id=\"on-cutoff\" :attempts=1 :cutoff=2026-01-15T11:50:00Z (-10m) -> 1 row changed",
+            std::path::Path::new(&dialects).join("sqlite/reaper.sql").display()
+        )),
         "{out}"
     );
     assert!(out.contains("      state after step 1 (instants relative to the clock then):"), "{out}");
@@ -675,7 +680,9 @@ fn run_trace_prints_every_statement_of_a_passing_case() {
     let out = stdout(&o);
     assert!(o.status.success(), "{out}");
     assert!(out.contains("    trace on sqlite: every statement (the step-by-step states agree)"), "{out}");
-    assert!(out.contains("reap_scan (sqlite/reaper.sql:6) :now=2026-01-15T12:00:00Z (0s)"), "{out}");
+    // The path opens from where the command ran (the repository's root);
+    // the line is the statement's first line of SQL, not its marker.
+    assert!(out.contains("reap_scan (dialects/sqlite/reaper.sql:7) :now=2026-01-15T12:00:00Z (0s)"), "{out}");
     assert!(!out.contains("trace on model"), "the model runs no SQL: {out}");
 }
 
@@ -732,7 +739,8 @@ fn explain_by_name_interleaves_the_models_reasoning_with_the_targets_sql() {
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
     let reasoning = out.find("  candidate on-cutoff: last_seen").expect("the model's reasoning");
-    let sql = out.find("    sql on sqlite: reap_retry (sqlite/reaper.sql:23)").expect("the target's SQL");
+    let reaper = std::path::Path::new(&dialects).join("sqlite/reaper.sql");
+    let sql = out.find(&format!("    sql on sqlite: reap_retry ({}:24)", reaper.display())).expect("the target's SQL");
     let parted = out.find("  !! sqlite and the model part here").expect("the parting marker");
     assert!(reasoning < sql && sql < parted, "{out}");
     let o = reapcheck(&["explain", "boundaries/claim-window-exact", "--db", "sqlite"]);
@@ -784,7 +792,7 @@ fn a_failing_command_inside_a_script_is_named_by_its_own_line() {
     let o = reapcheck(&["run", "--dialects", &dialects, "--exact", "grace/recent-beat"]);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(out.contains(&format!("no_such_table (in the command at sqlite/schema.sql:{line})")), "{out}");
+    assert!(out.contains(&format!("no_such_table (in the command at {}:{line})", path.display())), "{out}");
 }
 
 /// Every file below `dir`, recursively, as text (lossy).

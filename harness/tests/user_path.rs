@@ -183,6 +183,32 @@ fn a_whole_second_store_without_time_resolution_gets_one_hint_and_a_wrong_compar
     assert!(!stdout(&out).contains("time_resolution"), "{}", stdout(&out));
 }
 
+#[test]
+fn a_failure_names_its_sql_by_a_path_that_opens_where_the_command_ran_and_says_how_to_read_a_builtin_scenario() {
+    // A user's project running the builtin corpus on its own (broken) port.
+    let scratch = Scratch::new("user_path", "paths");
+    sqlite_copy(&scratch, |sql| sql.replace("< :cutoff", "<= :cutoff"));
+    std::fs::write(scratch.0.join("reapcheck.toml"), "dialects = \"dialects\"\nscenarios = [\"builtin\"]\n")
+        .expect("written");
+    let out = reapcheck_in(&scratch.0, &["run", "--db", "sqlite", "--exact", "boundaries/claim-window-exact"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+    // The statement's first line of SQL (below its marker and comment),
+    // relative to the project, where the user's editor opens it.
+    let reaper = std::fs::read_to_string(scratch.0.join("dialects/sqlite/reaper.sql")).expect("readable");
+    let marker = reaper.lines().position(|l| l == "-- name: reap_retry").expect("reap_retry") + 1;
+    assert!(text.contains(&format!("reap_retry (dialects/sqlite/reaper.sql:{}) ", marker + 1)), "{text}");
+    assert!(
+        text.contains(
+            "builtin:/boundaries/claim-window-exact.yaml:1: scenario file \
+             (reapcheck list --print boundaries/claim-window-exact)"
+        ),
+        "{text}"
+    );
+    let listed = reapcheck_in(&scratch.0, &["list", "--print", "boundaries/claim-window-exact"]);
+    assert!(stdout(&listed).contains("description:"), "the hint's command prints it: {}", stdout(&listed));
+}
+
 /// SIGINT while a sqlite case is in flight, as `harness/tests/interrupt.rs`
 /// interrupts runs: the binary's stdout is read line by line and the signal
 /// is sent once a given case has printed. One scenario (`b-slow`, 30,000

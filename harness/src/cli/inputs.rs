@@ -2,11 +2,12 @@
 //! resolve through [`reapcheck::config`]: flag, then environment, then
 //! `reapcheck.toml`, then default.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use reapcheck::config::{Origin, Project, ScenarioSet, Setting};
 use reapcheck::corpus;
 use reapcheck::dialect::{Dialect, Source, dialect_names};
+use reapcheck::input_file::shown_path;
 use reapcheck::scenario::{LoadedScenario, load_dir};
 
 use super::Inputs;
@@ -224,13 +225,6 @@ fn shown(set: &ScenarioSet) -> String {
     }
 }
 
-/// `path` relative to the current folder when below it, else absolute.
-fn shown_path(path: &Path) -> String {
-    let cwd = std::env::current_dir().unwrap_or_default();
-    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
-    let relative = path.strip_prefix(&cwd).unwrap_or(&path);
-    if relative.as_os_str().is_empty() { ".".to_owned() } else { relative.display().to_string() }
-}
 
 /// Prints each error on its own line to standard error.
 pub fn report<E: std::fmt::Display>(errors: &[E]) {

@@ -917,7 +917,12 @@ fn print_line(r: &CaseRecord, s: &LoadedScenario, quiet: bool) {
             for line in detail.lines() {
                 println!("    {line}");
             }
-            println!("    {}:1: scenario file", s.path.display());
+            if reapcheck::corpus::is_builtin(&s.path) {
+                // Inside the binary: say how to read it.
+                println!("    {}:1: scenario file (reapcheck list --print {})", s.path.display(), s.name);
+            } else {
+                println!("    {}:1: scenario file", s.path.display());
+            }
             if let Some(rerun) = &r.rerun {
                 println!("    rerun: {rerun}");
             }

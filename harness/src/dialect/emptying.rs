@@ -140,6 +140,6 @@ mod tests {
         assert_eq!(missing.len(), 1, "{missing:?}");
         assert_eq!(missing[0].table, "job_leases");
         assert_eq!(missing[0].created_by, "legacy_schema");
-        assert!(missing[0].origin.starts_with("postgres/schema.sql:"), "{}", missing[0].origin);
+        assert!(missing[0].origin.starts_with("builtin:postgres/schema.sql:"), "{}", missing[0].origin);
     }
 }

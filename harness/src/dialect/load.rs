@@ -28,7 +28,10 @@ pub enum Source {
 pub struct Statement {
     /// Its name.
     pub name: String,
-    /// `<dialect>/<file>:<line>` of its marker, for messages.
+    /// `<file>:<line>` of its first line of SQL (the first line below its
+    /// `-- name:` marker that is neither blank nor a `--` comment), for
+    /// messages and traces (a blank statement: its marker); `<file>` as
+    /// [`shown_file`] gives it.
     pub origin: String,
     /// Its SQL.
     pub sql: String,
@@ -94,7 +97,7 @@ impl Dialect {
     /// in its files and its profile is returned, each once.
     pub fn load(source: &Source, name: &str) -> Result<Dialect, Vec<DialectError>> {
         let files = read_files(source, name).map_err(|e| vec![e])?;
-        let profile_shown = format!("{name}/{}", profile::FILE_NAME);
+        let profile_shown = shown_file(source, name, profile::FILE_NAME);
         let mut errors = Vec::new();
         let profile_text = read_extra(source, name, profile::FILE_NAME).map_err(|e| vec![e])?;
         let provenance = Provenance {
@@ -129,7 +132,7 @@ impl Dialect {
         // also reported missing.
         let mut reported: Vec<String> = Vec::new();
         for (file, content) in files {
-            let shown = format!("{name}/{file}");
+            let shown = shown_file(source, name, &file);
             let error = |line: usize, kind| DialectError {
                 file: shown.clone(),
                 line: u32::try_from(line).ok(),
@@ -144,7 +147,13 @@ impl Dialect {
                 }
             };
             for block in blocks {
-                let origin = format!("{shown}:{}", block.line);
+                // Its first line of SQL; a blank statement's marker.
+                let first = if text::is_blank(&block.sql) {
+                    block.line
+                } else {
+                    block.line + 1 + text::leading_blank_lines(&block.sql)
+                };
+                let origin = format!("{shown}:{first}");
                 if let Some(first) = statements.get(&block.name) {
                     let first = first.origin.clone();
                     errors.push(error(block.line, DialectErrorKind::Duplicate { name: block.name, first }));
@@ -287,6 +296,18 @@ fn check(block: &text::NamedBlock) -> Result<(), DialectErrorKind> {
         }
     }
     Ok(())
+}
+
+/// How `file` of dialect `name` is named in messages and traces: its path
+/// relative to the current folder when below it, else absolute
+/// ([`crate::input_file::shown_path`], as scenario files are shown), or
+/// `builtin:<dialect>/<file>` for SQL built into reapcheck (`reapcheck init
+/// --from <dialect>` writes a copy to read).
+pub fn shown_file(source: &Source, name: &str, file: &str) -> String {
+    match source {
+        Source::Embedded => format!("builtin:{name}/{file}"),
+        Source::Folder(root) => crate::input_file::shown_path(&root.join(name).join(file)),
+    }
 }
 
 /// The `.sql` files of dialect `name`, sorted, as (file name, text).
@@ -436,6 +457,22 @@ mod tests {
         assert_ne!(edited.provenance.hash, builtin.provenance.hash);
         let shown = builtin.provenance.to_string();
         assert_eq!(shown, format!("builtin sha256:{}", &builtin.provenance.hash[7..19]));
+    }
+
+    #[test]
+    fn an_origin_names_the_first_line_of_sql_in_a_path_that_opens() {
+        // worker.sql: `-- name: claim` on line 4, a comment on 5, `UPDATE` on 6.
+        let builtin = Dialect::load(&Source::Embedded, "sqlite").unwrap();
+        assert_eq!(builtin.find("claim", crate::scenario::Schema::Standard).unwrap().origin, "builtin:sqlite/worker.sql:6");
+        // A blank statement (comments only) is named at its marker.
+        let blank = builtin.find("create_namespace", crate::scenario::Schema::Standard).unwrap();
+        assert_eq!(blank.origin, "builtin:sqlite/schema.sql:11");
+        // A folder's files are shown as scenario files are: absolute here,
+        // since the copy is not below the test's current folder.
+        let copy = Copy::new("origin", str::to_owned);
+        let copied = Dialect::load(&Source::Folder(copy.0.clone()), "sqlite").unwrap();
+        let claim = &copied.find("claim", crate::scenario::Schema::Standard).unwrap().origin;
+        assert_eq!(claim, &format!("{}:6", copy.0.join("sqlite").join("worker.sql").display()));
     }
 
     #[cfg(unix)]

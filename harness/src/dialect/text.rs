@@ -222,6 +222,13 @@ pub struct NamedBlock {
     pub sql: String,
 }
 
+/// How many whole lines at the start of `sql` hold no SQL (blank, or a
+/// `--` comment): a statement's first line of SQL is that many lines after
+/// the one below its `-- name:` marker.
+pub fn leading_blank_lines(sql: &str) -> usize {
+    sql.lines().take_while(|l| l.trim().is_empty() || l.trim_start().starts_with("--")).count()
+}
+
 /// Splits a dialect file at its `-- name: <statement>` lines. Text before
 /// the first marker is the file's header comment and must be blank.
 pub fn named_blocks(text: &str) -> Result<Vec<NamedBlock>, (usize, String)> {
@@ -252,6 +259,13 @@ mod tests {
 
     const SQL: &str =
         "SELECT ':not', \"a:b\", x::text -- :nor\n FROM t /* :neither */ WHERE a = :id AND b < :now AND c = :id";
+
+    #[test]
+    fn leading_blank_lines_counts_blank_and_comment_lines_only() {
+        assert_eq!(leading_blank_lines("\n  -- why\nSELECT 1\n-- later\n"), 2);
+        assert_eq!(leading_blank_lines("SELECT 1\n"), 0);
+        assert_eq!(leading_blank_lines("/* not a line comment */ SELECT 1\n"), 0);
+    }
 
     #[test]
     fn finds_parameters_outside_strings_comments_and_casts() {

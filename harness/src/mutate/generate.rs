@@ -226,7 +226,7 @@ mod tests {
         let g = generate(&broken, Grammar::Sqlite);
         assert_eq!(g.unparsed.len(), 1);
         assert_eq!(g.unparsed[0].statement, "complete");
-        assert!(g.unparsed[0].origin.starts_with("sqlite/worker.sql:"), "{:?}", g.unparsed);
+        assert!(g.unparsed[0].origin.starts_with("builtin:sqlite/worker.sql:"), "{:?}", g.unparsed);
         assert!(!g.mutants.iter().any(|m| m.statement == "complete"));
         assert!(g.mutants.iter().any(|m| m.statement == "heartbeat"));
     }
