@@ -40,10 +40,13 @@ pub(super) enum Session {
     MySql(Arc<MySqlConnectOptions>, u64),
 }
 
-/// One registered statement: its session, and whether a cancel was sent.
+/// One registered statement: its session, whether a cancel was sent, and
+/// whether it started before the first signal (only those are the work a
+/// signal stops; the ones after it are the command's cleanup).
 struct Entry {
     session: Session,
     cancelled: bool,
+    before_signal: bool,
 }
 
 /// The statements running now, by a number of their own.
@@ -67,7 +70,8 @@ impl InFlight {
     /// Registers a statement starting on `session`.
     pub(super) fn start(session: Session) -> InFlight {
         let id = NEXT.fetch_add(1, Ordering::Relaxed);
-        lock().insert(id, Entry { session, cancelled: false });
+        let before_signal = crate::interrupt::interrupted().is_none();
+        lock().insert(id, Entry { session, cancelled: false, before_signal });
         InFlight { id }
     }
 
@@ -82,7 +86,7 @@ impl InFlight {
 impl Drop for InFlight {
     fn drop(&mut self) {
         let entry = lock().remove(&self.id);
-        if let Some(Entry { session, cancelled: false }) = entry {
+        if let Some(Entry { session, cancelled: false, .. }) = entry {
             send(session);
         }
     }
@@ -107,12 +111,15 @@ pub(super) async fn bounded<T>(session: Option<Session>, statement: impl Future<
     Some(done)
 }
 
-/// Cancels, on their servers, every statement running now; returns how
+/// Cancels, on their servers, the statements running now; returns how
 /// many it asked to cancel. Does not wait for the cancels ([`settle`]).
-pub fn cancel_in_flight() -> usize {
+/// With `all` false, only those that started before the first signal
+/// (the work it stops, not the cleanup after it: the drops of the
+/// abandoned runs' namespaces); with `all`, every one (a second signal).
+pub fn cancel_in_flight(all: bool) -> usize {
     let sessions: Vec<Session> = lock()
         .values_mut()
-        .filter(|e| !e.cancelled)
+        .filter(|e| !e.cancelled && (all || e.before_signal))
         .map(|e| {
             e.cancelled = true;
             e.session.clone()
@@ -155,7 +162,8 @@ fn start_worker() -> Option<Sender<Session>> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
     let spawned = std::thread::Builder::new().name("reapcheck-cancel".into()).spawn(move || {
         while let Ok(session) = rx.recv() {
-            let _ = runtime.block_on(tokio::time::timeout(CANCEL_LIMIT, cancel(session)));
+            // The timer is made inside the runtime, which it needs.
+            let _ = runtime.block_on(async { tokio::time::timeout(CANCEL_LIMIT, cancel(session)).await });
             PENDING.fetch_sub(1, Ordering::SeqCst);
         }
     });

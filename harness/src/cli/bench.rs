@@ -97,13 +97,17 @@ pub fn bench(args: BenchArgs) -> ExitCode {
             let dialect = dialects.iter().find(|d| d.name == target.dialect()).expect("loaded");
             ok &= runtime.block_on(scale_target(target, dialect, &settings, args.max_growth));
             if interrupt::interrupted().is_some() {
-                return ExitCode::from(interrupt::EXIT_INTERRUPTED);
+                return ExitCode::from(interrupt::exit_code());
             }
         }
         return if ok { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) };
     }
+    interrupt::install();
     let mut ok = true;
     for target in targets {
+        if interrupt::interrupted().is_some() {
+            break;
+        }
         let dialect = dialects.iter().find(|d| d.name == target.dialect()).expect("loaded");
         runtime.block_on(async {
             let (server, _container) = match reach::reach(target).await {
@@ -121,7 +125,12 @@ pub fn bench(args: BenchArgs) -> ExitCode {
             for _ in 0..args.iterations.max(1) {
                 let pass = Instant::now();
                 for s in &scenarios {
+                    if interrupt::interrupted().is_some() {
+                        break;
+                    }
                     match runner::run_on_timed(&server, dialect, s).await {
+                        // A run the signal stopped is not a failure, nor a measurement.
+                        Err(_) if interrupt::interrupted().is_some() => break,
                         Ok((_, p)) => phases.push(p),
                         Err(e) => {
                             progress.suspend(|| println!("{target}: {} failed: {e}", s.name));
@@ -133,8 +142,9 @@ pub fn bench(args: BenchArgs) -> ExitCode {
                 passes.push(pass.elapsed());
             }
             drop(progress);
+            let interrupted = if interrupt::interrupted().is_some() { " (interrupted: partial)" } else { "" };
             println!(
-                "{target} [{}]: {} runs; per run median/p95 setup {} run {} teardown {}; corpus pass ({} scenarios, one at a time) median {}",
+                "{target} [{}]{interrupted}: {} runs; per run median/p95 setup {} run {} teardown {}; corpus pass ({} scenarios, one at a time) median {}",
                 server.version(),
                 phases.len(),
                 stats(phases.iter().map(|p| p.setup)),
@@ -145,6 +155,10 @@ pub fn bench(args: BenchArgs) -> ExitCode {
             );
             server.close().await;
         });
+    }
+    if let Some(signal) = interrupt::interrupted() {
+        println!("bench: interrupted by {signal}: the run in flight was stopped and its namespace dropped");
+        return ExitCode::from(interrupt::exit_code());
     }
     if ok { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
 }

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use reapcheck::adapter::target::AdapterTarget;
 use reapcheck::config::AdapterConfig;
 use reapcheck::fuzz::{self, Compared, FuzzSettings, TargetFuzz};
+use reapcheck::interrupt;
 use reapcheck::progress::Progress;
 use reapcheck::runner::{self, Verdict};
 
@@ -91,10 +92,14 @@ pub fn fuzz(args: FuzzArgs) -> ExitCode {
     let origin = if args.seed.is_some() { "given" } else { "random" };
     println!("fuzz: seed {seed} ({origin}), {} cases per target", args.cases);
     let settings = FuzzSettings { cases: args.cases, seed, max_shrink_iters: args.max_shrink_iters };
+    interrupt::install();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime starts");
     let (mut green, mut failed, mut skipped) = (0, 0, 0);
     let mut rates = Vec::new();
     for &target in &targets {
+        if interrupt::interrupted().is_some() {
+            break;
+        }
         let dialect = dialects.iter().find(|d| d.name == target.dialect()).expect("loaded for every target");
         let (server, _keep) = match one_server::reach(&runtime, target, &required) {
             Reached::Ready(server, keep) => (server, keep),
@@ -109,7 +114,9 @@ pub fn fuzz(args: FuzzArgs) -> ExitCode {
         };
         let on = format!("{target} [{}]", server.version());
         let spinner = Progress::spinner(&format!("fuzz {target}: {} cases", args.cases));
-        let result = fuzz::fuzz_target(runtime.handle(), &server, dialect, target, &settings);
+        let result = fuzz::fuzz_with(&settings, |loaded| {
+            unless_interrupted(|| runtime.block_on(fuzz::compare(&server, dialect, target, loaded)))
+        });
         drop(spinner);
         runtime.block_on(server.close());
         rates.push(format!("{target} {:.0}", result.cases_per_second()));
@@ -125,6 +132,9 @@ pub fn fuzz(args: FuzzArgs) -> ExitCode {
         }
     }
     for config in &adapters {
+        if interrupt::interrupted().is_some() {
+            break;
+        }
         let name = config.target_name();
         let mut target = match runtime.block_on(AdapterTarget::open(config, &project.root)) {
             Ok(t) => t,
@@ -151,6 +161,13 @@ pub fn fuzz(args: FuzzArgs) -> ExitCode {
         println!("cases per second: {}", rates.join(", "));
     }
     println!("{green} targets agreed with the model, {failed} failed, {skipped} skipped");
+    if let Some(signal) = interrupt::interrupted() {
+        println!(
+            "fuzz: interrupted by {signal}: the case in flight was stopped and its namespace dropped; no case ran \
+             after it, so the counts above cover the cases before it"
+        );
+        return ExitCode::from(interrupt::exit_code());
+    }
     if failed == 0 && green == 0 {
         println!("no target ran: nothing was compared");
         return ExitCode::from(EXIT_FAILED);
@@ -163,14 +180,28 @@ pub fn fuzz(args: FuzzArgs) -> ExitCode {
 fn fuzz_adapter(runtime: &tokio::runtime::Runtime, target: &mut AdapterTarget, settings: &FuzzSettings) -> TargetFuzz {
     let target = std::cell::RefCell::new(target);
     fuzz::fuzz_with(settings, |loaded| {
-        let model = runtime.block_on(runner::check_model(loaded));
-        let run = runtime.block_on(target.borrow_mut().check(loaded, Some(&model)));
-        match run.verdict {
-            Verdict::Skipped(_) => Ok(Compared::Skipped),
-            Verdict::Fail(why) => Err(why),
-            Verdict::Ok | Verdict::New | Verdict::Diverged(_) => Ok(Compared::Agreed),
-        }
+        unless_interrupted(|| {
+            let model = runtime.block_on(runner::check_model(loaded));
+            let run = runtime.block_on(target.borrow_mut().check(loaded, Some(&model)));
+            match run.verdict {
+                Verdict::Skipped(_) => Ok(Compared::Skipped),
+                Verdict::Fail(why) => Err(why),
+                Verdict::Ok | Verdict::New | Verdict::Diverged(_) => Ok(Compared::Agreed),
+            }
+        })
     })
+}
+
+/// `compare()` unless a signal came (`reapcheck::interrupt`): then no case
+/// runs, and a case the signal stopped mid-run counts as not compared
+/// rather than as a difference to shrink and save. The remaining cases are
+/// still drawn (no SQL runs for them), as proptest's runner has no stop.
+fn unless_interrupted(compare: impl FnOnce() -> Result<Compared, String>) -> Result<Compared, String> {
+    if interrupt::interrupted().is_some() {
+        return Ok(Compared::Skipped);
+    }
+    let compared = compare();
+    if interrupt::interrupted().is_some() { Ok(Compared::Skipped) } else { compared }
 }
 
 /// Prints one target's result; true when it agreed on every case. `sql`

@@ -21,6 +21,7 @@ use reapcheck::dialect::Source;
 use reapcheck::dialect::text::Grammar;
 use reapcheck::dialect::{Dialect, read_extra};
 use reapcheck::diff;
+use reapcheck::interrupt;
 use reapcheck::mutate::carry::{self, Upstream};
 use reapcheck::mutate::equivalent::{
     self, Declaration, EquivalentError, EquivalentErrorKind, Evidence, ServerVersion, Written,
@@ -144,6 +145,7 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
+    interrupt::install();
     let Ok(runtime) = tokio::runtime::Builder::new_multi_thread().enable_all().build() else {
         eprintln!("error: cannot start the async runtime");
         return ExitCode::from(EXIT_FAILED);
@@ -172,6 +174,13 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
         );
         ok
     });
+    if let Some(signal) = interrupt::interrupted() {
+        println!(
+            "mutate: interrupted by {signal}: the mutants in flight were stopped and their namespaces dropped; \
+             those not judged are left out of the scores above"
+        );
+        return ExitCode::from(interrupt::exit_code());
+    }
     if ok { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
 }
 
@@ -403,6 +412,11 @@ async fn mutate_into(
     let mut executed = Vec::new();
     for (label, dialect) in [("unmutated SQL", &plan.dialect), ("SQL printed back by the parser", &g.round_trip)] {
         let base = baseline(target, &server, dialect, scenarios, models).await;
+        if let Some(signal) = interrupt::interrupted() {
+            let _ = writeln!(out, "  interrupted by {signal} before any mutant ran");
+            server.close().await;
+            return false;
+        }
         if !base.failing.is_empty() {
             let _ = writeln!(out, "  the {label} already fails {}: fix it before mutating", base.failing.join(", "));
             server.close().await;
@@ -495,13 +509,17 @@ fn tally(
 ) -> (bool, String) {
     let g = &plan.generation;
     let mut ok = true;
+    // Mutants a signal stopped before they were judged: out of the score.
+    let mut interrupted = 0;
     let mut named_row = Row { generated: plan.named.len(), ..Row::default() };
     for ((m, _), v) in plan.named.iter().zip(named) {
         match &v.found {
-            Found::Killed { by } => {
+            Found::Killed { by, reason } => {
                 named_row.killed += 1;
-                let _ = writeln!(out, "  killed   {}: {} (by {by})", m.id, m.bug);
+                let why = reason.as_ref().map(|r| format!(": {r}")).unwrap_or_default();
+                let _ = writeln!(out, "  killed   {}: {} (by {by}{why})", m.id, m.bug);
             }
+            Found::Interrupted => interrupted += 1,
             Found::NotApplicable { statement, message, .. } => {
                 named_row.not_applicable += 1;
                 let _ = writeln!(
@@ -532,13 +550,15 @@ fn tally(
             && d.evidence == Evidence::Reasoned
         {
             let seen = match &v.found {
-                Found::Killed { by } => format!("KILLED by {by}"),
+                Found::Killed { by, .. } => format!("KILLED by {by}"),
                 Found::NotApplicable { .. } => "not applicable".to_owned(),
                 Found::Survived => "survived".to_owned(),
+                Found::Interrupted => "not judged: interrupted".to_owned(),
             };
             reasoned.push(format!("{} ({}): {seen}", m.id, m.origin));
         }
         match (declared, &v.found) {
+            (_, Found::Interrupted) => interrupted += 1,
             (_, Found::NotApplicable { statement, message, .. }) => {
                 row.not_applicable += 1;
                 let note = if declared.is_some() { " (declared equivalent)" } else { "" };
@@ -549,7 +569,7 @@ fn tally(
                 );
             }
             (Some(_), Found::Survived) => row.equivalent += 1,
-            (Some(d), Found::Killed { by }) => {
+            (Some(d), Found::Killed { by, .. }) => {
                 let only = if d.evidence == Evidence::Reasoned {
                     "; it was only reasoned (`evidence: reasoned`), never seen surviving on a real server: remove \
                      the declaration, or limit it with `servers` to the servers it holds on"
@@ -602,7 +622,7 @@ fn tally(
     for op in Operator::ALL {
         let _ = writeln!(out, "{}", table.get(&op).copied().unwrap_or_default().line(op.name(), shown));
     }
-    let counted = total.generated - total.equivalent - total.not_applicable;
+    let counted = total.generated - total.equivalent - total.not_applicable - interrupted;
     let score = (total.killed * 100).checked_div(counted).unwrap_or(100);
     let unparsed = match g.unparsed.len() {
         0 => String::new(),
@@ -615,6 +635,10 @@ fn tally(
     let not_applicable = match total.not_applicable {
         0 => String::new(),
         n => format!(", {n} not applicable on {server}"),
+    };
+    let not_applicable = match interrupted {
+        0 => not_applicable,
+        n => format!("{not_applicable}, {n} not judged: interrupted"),
     };
     let summary = format!(
         "mutation score {score}% ({}/{counted} killed, the {} named counted; {} generated, {} declared \

@@ -8,6 +8,7 @@ use std::time::SystemTime;
 
 use reapcheck::backend::Server;
 use reapcheck::dialect::Dialect;
+use reapcheck::interrupt;
 use reapcheck::race::check;
 use reapcheck::race::history::Res;
 use reapcheck::race::workload::{self, Place, Settings};
@@ -189,9 +190,13 @@ pub fn race(args: RaceArgs) -> ExitCode {
             settings.skew
         );
     }
+    interrupt::install();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime starts");
     let (mut passed, mut failed, mut skipped) = (0, 0, 0);
     for &target in &targets {
+        if interrupt::interrupted().is_some() {
+            break;
+        }
         let dialect = dialects.iter().find(|d| d.name == target.dialect()).expect("loaded for every target");
         // The history checker holds the reference rules (docs/reaper-spec.md);
         // a port with its own policy would be judged by rules it does not keep.
@@ -235,6 +240,13 @@ pub fn race(args: RaceArgs) -> ExitCode {
         if ok { passed += 1 } else { failed += 1 }
     }
     println!("{passed} passed, {failed} failed, {skipped} skipped");
+    if let Some(signal) = interrupt::interrupted() {
+        println!(
+            "race: interrupted by {signal}: the race in flight stopped early (its statements cancelled, its \
+             namespace dropped), so its line above judges a partial history; no target or round started after it"
+        );
+        return ExitCode::from(interrupt::exit_code());
+    }
     if failed == 0 && passed == 0 {
         println!("no target ran: nothing was raced");
         return ExitCode::from(EXIT_FAILED);
@@ -254,6 +266,9 @@ async fn race_rounds(
     history: Option<PathBuf>,
 ) -> bool {
     for round in 1..=rounds {
+        if interrupt::interrupted().is_some() {
+            return false;
+        }
         let settings = Settings { seed: settings.seed.wrapping_add(u64::from(round - 1)), ..settings.clone() };
         let on = if rounds > 1 {
             format!("{on}, round {round} of {rounds} (seed {})", settings.seed)

@@ -374,7 +374,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     }
     println!("{}", tally.line());
     if interrupted.is_some() {
-        return ExitCode::from(interrupt::EXIT_INTERRUPTED);
+        return ExitCode::from(interrupt::exit_code());
     }
     if tally.failed() > 0 {
         return ExitCode::from(EXIT_FAILED);

@@ -4,14 +4,17 @@
 //! server refused to compile the mutated SQL, at the statement's first use,
 //! does not kill: the mutant is not applicable on that server (a function
 //! a later version adds, such as `GREATEST` before SQL Server 2022), and is
-//! neither killed nor surviving.
+//! neither killed nor surviving. A run that hits the statement time limit
+//! (`crate::deadline`: a mutant that loops forever, such as a recursive
+//! CTE whose step no longer shrinks its input) kills, with that reason. A
+//! signal (`crate::interrupt`) stops the mutant unjudged.
 
 use std::sync::Mutex;
 
 use crate::backend::{BackendErrorKind, Server};
 use crate::dialect::Dialect;
 use crate::dialect::text;
-use crate::engine::{Call, Engine};
+use crate::engine::{Call, Engine, EngineErrorKind};
 use crate::isolation;
 use crate::runner::{self, ModelRun};
 use crate::scenario::{LoadedScenario, Schema};
@@ -26,6 +29,9 @@ pub enum Found {
     Killed {
         /// The scenario.
         by: String,
+        /// Why, when not an outcome that differs: the run's time-limit
+        /// error, `timed out after N s at <file>:<line>`.
+        reason: Option<String>,
     },
     /// The server refused to compile the mutated statement at its first
     /// use: the mutant does not exist on this server.
@@ -39,6 +45,9 @@ pub enum Found {
     },
     /// No scenario told it apart from the original.
     Survived,
+    /// A signal stopped the command before the mutant was judged: neither
+    /// killed nor surviving, and left out of the score.
+    Interrupted,
 }
 
 /// What a run of one mutant found, and how many scenarios it ran.
@@ -54,7 +63,7 @@ impl Verdict {
     /// The scenario that killed it, if one did.
     pub fn killer(&self) -> Option<&str> {
         match &self.found {
-            Found::Killed { by } => Some(by),
+            Found::Killed { by, .. } => Some(by),
             _ => None,
         }
     }
@@ -105,11 +114,21 @@ pub async fn first_killer(
 ) -> Verdict {
     let mut runs = 0;
     for i in order.order(candidates) {
+        if crate::interrupt::interrupted().is_some() {
+            return Verdict { found: Found::Interrupted, runs };
+        }
         runs += 1;
         let scenario = &scenarios[i];
         let run = runner::run_logged(server, mutant, scenario, None).await;
+        let mut reason = None;
         let killed = match run.outcome {
+            // A run the signal stopped (or whose statements it cancelled) says nothing.
+            _ if crate::interrupt::interrupted().is_some() => return Verdict { found: Found::Interrupted, runs },
             Ok(outcome) => runner::compared_document(outcome, &mutant.profile) != models[i].yaml,
+            Err(e) if matches!(e.kind, EngineErrorKind::TimedOut(_)) => {
+                reason = Some(e.to_string());
+                true
+            }
             Err(_) => {
                 if let Some(first) = failed_first_use(&run.log, changed)
                     && let Some(message) = compile_refusal(server, mutant, scenario.scenario.schema, first).await
@@ -126,7 +145,7 @@ pub async fn first_killer(
         };
         if killed {
             order.killed_by(i);
-            return Verdict { found: Found::Killed { by: scenario.name.clone() }, runs };
+            return Verdict { found: Found::Killed { by: scenario.name.clone(), reason }, runs };
         }
     }
     Verdict { found: Found::Survived, runs }

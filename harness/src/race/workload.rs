@@ -400,8 +400,10 @@ struct Actor<'a> {
 }
 
 impl Actor<'_> {
+    /// Until the deadline, or a signal (`crate::interrupt`): a task stops
+    /// at its next operation then.
     fn running(&self) -> bool {
-        std::time::Instant::now() < self.shared.deadline
+        std::time::Instant::now() < self.shared.deadline && crate::interrupt::interrupted().is_none()
     }
 
     /// Sleeps `micros` clock microseconds, or until the deadline; false when
