@@ -38,6 +38,7 @@ use sqlx::mysql::{MySqlArguments, MySqlConnectOptions, MySqlDatabaseError, MySql
 use sqlx::{Arguments, Column as _, ConnectOptions, Connection as _, MySqlConnection, Row, TypeInfo as _};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::cancel::{self, Session as CancelSession};
 use super::error::{BackendError, BackendErrorKind};
 use super::instants::InstantEncoding;
 use super::numeric;
@@ -65,6 +66,12 @@ const MAX_CONNECTIONS: usize = 32;
 /// password.
 pub struct MySqlServer {
     options: MySqlConnectOptions,
+    /// The same options, shared with the cancels of this server's
+    /// statements (`cancel.rs`).
+    cancel: Arc<MySqlConnectOptions>,
+    /// Whether it is MariaDB (`max_statement_time`) or MySQL
+    /// (`max_execution_time`); `None` until the version probe said.
+    mariadb: Option<bool>,
     secret: Secret,
     timeout: Duration,
     /// Whether the server knows named time zones (`false`: its time zone
@@ -84,6 +91,12 @@ pub struct MySqlServer {
 /// One connection, private to one scenario run (or kept in a lane).
 pub struct MySqlConn {
     conn: MySqlConnection,
+    /// Where a cancel of this session's statement goes (`KILL QUERY` with
+    /// its `CONNECTION_ID()`); `None` on the version probe's connection.
+    cancel: Option<CancelSession>,
+    /// A statement was given up mid-reply (the client-side time limit, or
+    /// its future dropped): the session is dropped, not closed politely.
+    busy: bool,
     secret: Secret,
     /// See [`MySqlServer`]'s field.
     zone_tables: bool,
@@ -136,6 +149,8 @@ async fn connect_within(url: &str, timeout: Duration) -> Result<(String, MySqlSe
     let secret = Secret::of(url);
     let options = MySqlConnectOptions::from_str(url).map_err(|e| secret.error(e))?;
     let mut server = MySqlServer {
+        cancel: Arc::new(options.clone()),
+        mariadb: None,
         options,
         secret,
         timeout,
@@ -168,6 +183,7 @@ async fn connect_within(url: &str, timeout: Duration) -> Result<(String, MySqlSe
         }
     };
     server.zone_tables = zone_tables;
+    server.mariadb = Some(version.contains("MariaDB"));
     server.initial_zone = initial_zone;
     // The probe's session is the first run's (its permit goes back now).
     *server.probe.lock().unwrap_or_else(|p| p.into_inner()) = Some(conn.conn);
@@ -234,14 +250,22 @@ impl MySqlServer {
                 conn
             }
         };
-        Ok(MySqlConn {
+        let mut conn = MySqlConn {
             conn,
+            cancel: None,
+            busy: false,
             secret: self.secret.clone(),
             zone_tables: self.zone_tables,
             initial_zone: self.initial_zone.clone(),
             permit,
             instants: InstantEncoding::default(),
-        })
+        };
+        if let Some(mariadb) = self.mariadb {
+            let limited = tokio::time::timeout(self.timeout, conn.limit_statements(mariadb)).await;
+            let id = limited.map_err(|_| silent(self.timeout))??;
+            conn.cancel = Some(CancelSession::MySql(self.cancel.clone(), id));
+        }
+        Ok(conn)
     }
 
     /// Holds at most `sessions` connections at once (at least 1) from now
@@ -263,6 +287,40 @@ impl MySqlServer {
 }
 
 impl MySqlConn {
+    /// Sets the session's statement time limit (`crate::deadline`):
+    /// MariaDB's `max_statement_time` (seconds) covers every statement;
+    /// MySQL's `max_execution_time` (milliseconds) only read-only
+    /// `SELECT`s, so MySQL's other statements have the client-side limit
+    /// alone. Returns the session's `CONNECTION_ID()`, which `KILL QUERY`
+    /// takes.
+    async fn limit_statements(&mut self, mariadb: bool) -> Result<u64, BackendError> {
+        // Connection hygiene, not a queue's behaviour (like the version
+        // probe): the limit is a number reapcheck computed, not text.
+        let seconds = crate::deadline::seconds();
+        let set = if mariadb {
+            format!("SET SESSION max_statement_time = {seconds}")
+        } else {
+            format!("SET SESSION max_execution_time = {}", seconds * 1000)
+        };
+        sqlx::raw_sql(sqlx::AssertSqlSafe(set)).execute(&mut self.conn).await.map_err(|e| self.secret.error(e))?;
+        let id = sqlx::query_scalar::<_, u64>("SELECT CONNECTION_ID()").fetch_one(&mut self.conn).await;
+        id.map_err(|e| self.secret.error(e))
+    }
+
+    /// Runs `statement` under the time limit (`cancel::bounded`); a
+    /// statement given up, or whose future is dropped, leaves the session
+    /// `busy`.
+    async fn bounded<T>(
+        busy: &mut bool,
+        cancel: Option<CancelSession>,
+        statement: impl Future<Output = Result<T, BackendError>>,
+    ) -> Result<T, BackendError> {
+        *busy = true;
+        let done = cancel::bounded(cancel, statement).await.ok_or_else(BackendError::timed_out)?;
+        *busy = false;
+        done
+    }
+
     /// The server's `VERSION()` text.
     async fn version(&mut self) -> Result<String, BackendError> {
         // A trivial probe, the one SQL text not taken from a dialect file.
@@ -317,12 +375,15 @@ impl MySqlConn {
     /// MySQL cannot prepare some of them (`USE`); one with parameters is a
     /// prepared statement, its values bound, never spliced into the text.
     pub async fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, BackendError> {
-        let done = if params.is_empty() {
-            sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut self.conn).await
-        } else {
-            let args = arguments(params)?;
-            sqlx::query_with(sqlx::AssertSqlSafe(sql), args).execute(&mut self.conn).await
+        let args = if params.is_empty() { None } else { Some(arguments(params)?) };
+        let conn = &mut self.conn;
+        let running = async {
+            Ok(match args {
+                None => sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut *conn).await,
+                Some(args) => sqlx::query_with(sqlx::AssertSqlSafe(sql), args).execute(&mut *conn).await,
+            })
         };
+        let done = Self::bounded(&mut self.busy, self.cancel.clone(), running).await?;
         Ok(done.map_err(|e| self.failure(e))?.rows_affected())
     }
 
@@ -334,16 +395,19 @@ impl MySqlConn {
         columns: &[Column],
     ) -> Result<Vec<Vec<Value>>, BackendError> {
         let args = arguments(params)?;
-        let rows = sqlx::query_with(sqlx::AssertSqlSafe(sql), args)
-            .fetch_all(&mut self.conn)
-            .await
-            .map_err(|e| self.failure(e))?;
+        let conn = &mut self.conn;
+        let running = async { Ok(sqlx::query_with(sqlx::AssertSqlSafe(sql), args).fetch_all(&mut *conn).await) };
+        let rows = Self::bounded(&mut self.busy, self.cancel.clone(), running).await?.map_err(|e| self.failure(e))?;
         rows.iter().map(|r| decode(r, columns).map_err(|e| self.secret.scrub_error(e))).collect()
     }
 
     /// Closes the connection, and with it the session; its permit goes
     /// back to the server.
     pub async fn close(self) {
+        if self.busy {
+            // Given up mid-reply: dropping it closes the socket unspoken to.
+            return;
+        }
         let MySqlConn { conn, permit, .. } = self;
         let _ = conn.close().await;
         drop(permit);

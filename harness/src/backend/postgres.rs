@@ -50,6 +50,7 @@ use sqlx::postgres::{PgArguments, PgConnectOptions, PgRow};
 use sqlx::{Arguments, Column as _, ConnectOptions, Connection as _, PgConnection, Row, TypeInfo as _};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::cancel::{self, Session as CancelSession};
 use super::error::{BackendError, BackendErrorKind};
 use super::instants::InstantEncoding;
 use super::numeric;
@@ -89,11 +90,14 @@ impl Product {
 /// A reachable server, from which each scenario gets a reset connection.
 pub struct PgServer {
     options: PgConnectOptions,
+    /// The same options, shared with the cancels of this server's
+    /// statements (`cancel.rs`).
+    cancel: Arc<PgConnectOptions>,
     timeout: Duration,
     /// One permit per session in use; see [`PgServer::open`].
     permits: Arc<Semaphore>,
-    /// Sessions given back by [`PgConn::close`].
-    idle: Arc<Mutex<Vec<PgConnection>>>,
+    /// Sessions given back by [`PgConn::close`], with their backend pids.
+    idle: Arc<Mutex<Vec<(PgConnection, Option<i32>)>>>,
     /// How many sessions were ever opened (for tests).
     opened: AtomicUsize,
     /// Kept only to take its password out of error messages.
@@ -107,7 +111,14 @@ pub struct PgServer {
 pub struct PgConn {
     conn: Session,
     permit: OwnedSemaphorePermit,
-    idle: Arc<Mutex<Vec<PgConnection>>>,
+    idle: Arc<Mutex<Vec<(PgConnection, Option<i32>)>>>,
+    /// Where a cancel of this session's statement goes: the server's
+    /// options and the backend's pid (`None` on CockroachDB, which has no
+    /// `pg_cancel_backend`).
+    cancel: Option<CancelSession>,
+    /// A statement was given up mid-reply (the client-side time limit, or
+    /// its future dropped): the session is closed, never pooled again.
+    busy: bool,
     /// How instants are bound; see [`InstantEncoding`].
     pub(super) instants: InstantEncoding,
 }
@@ -136,7 +147,7 @@ pub async fn connect(url: &str, wanted: Product) -> Result<PgServer, BackendErro
 
 async fn connect_within(url: &str, wanted: Product, timeout: Duration) -> Result<PgServer, BackendError> {
     let hide = |e: BackendError| hide_password(e, url);
-    let options = PgConnectOptions::from_str(url).map_err(|e| hide(e.into()))?;
+    let options = with_time_limit(PgConnectOptions::from_str(url).map_err(|e| hide(e.into()))?);
     let (reported, probe) = match probe_version(&options, timeout).await {
         Ok(probed) => probed,
         Err(e) => return Err(hide(super::tls::explain_pg_refusal(e, &options, timeout).await)),
@@ -148,7 +159,14 @@ async fn connect_within(url: &str, wanted: Product, timeout: Duration) -> Result
             return Err(e);
         }
     };
+    let mut probe = probe;
+    let pid = match wanted {
+        Product::Postgres => Some(backend_pid(&mut probe, timeout).await.map_err(hide)?),
+        Product::Cockroach => None,
+    };
+    let probe = (probe, pid);
     Ok(PgServer {
+        cancel: Arc::new(options.clone()),
         options,
         timeout,
         permits: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
@@ -160,6 +178,15 @@ async fn connect_within(url: &str, wanted: Product, timeout: Duration) -> Result
         version,
         product: wanted,
     })
+}
+
+/// `options` with the statement time limit (`crate::deadline`) as a
+/// startup option of every session: `RESET ALL` restores a session setting
+/// to its startup value, so the limit survives the pool's resets. Both
+/// PostgreSQL and CockroachDB take `statement_timeout` in milliseconds.
+fn with_time_limit(options: PgConnectOptions) -> PgConnectOptions {
+    let millis = crate::deadline::limit().as_millis().to_string();
+    options.options([("statement_timeout", millis)])
 }
 
 /// The server's `version()` text, asked on a new connection, which is
@@ -275,21 +302,33 @@ impl PgServer {
     async fn open_with(&self, mut permit: OwnedSemaphorePermit) -> Result<PgConn, BackendError> {
         loop {
             let reused = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
-            let Some(conn) = reused else { break };
-            let mut conn =
-                PgConn { conn: Session(Box::new(conn)), permit, idle: self.idle.clone(), instants: Default::default() };
+            let Some((conn, pid)) = reused else { break };
+            let mut conn = PgConn {
+                conn: Session(Box::new(conn)),
+                permit,
+                idle: self.idle.clone(),
+                cancel: pid.map(|pid| CancelSession::Postgres(self.cancel.clone(), pid)),
+                busy: false,
+                instants: Default::default(),
+            };
             match conn.reset().await {
                 Ok(()) => return Ok(conn),
                 // The session is dead (the server restarted or cut it): close it, try the next.
                 Err(_) => permit = conn.permit,
             }
         }
-        let conn = connect_once(&self.options, self.timeout).await?;
+        let mut conn = connect_once(&self.options, self.timeout).await?;
         self.opened.fetch_add(1, Ordering::Relaxed);
+        let pid = match self.product {
+            Product::Postgres => Some(backend_pid(&mut conn, self.timeout).await?),
+            Product::Cockroach => None,
+        };
         Ok(PgConn {
             conn: Session(Box::new(conn)),
             permit,
             idle: self.idle.clone(),
+            cancel: pid.map(|pid| CancelSession::Postgres(self.cancel.clone(), pid)),
+            busy: false,
             instants: InstantEncoding::default(),
         })
     }
@@ -304,13 +343,39 @@ impl PgServer {
     pub async fn close(self) {
         self.permits.close();
         let idle = std::mem::take(&mut *self.idle.lock().unwrap_or_else(|p| p.into_inner()));
-        for conn in idle {
+        for (conn, _) in idle {
             let _ = conn.close().await;
         }
     }
 }
 
+/// The session's backend pid, which `pg_cancel_backend` takes.
+async fn backend_pid(conn: &mut PgConnection, timeout: Duration) -> Result<i32, BackendError> {
+    // Connection hygiene, not a queue's behaviour (like `version()`): the
+    // id a cancel of this session's statements names.
+    let asked = sqlx::query_scalar::<_, i32>("SELECT pg_backend_pid()").fetch_one(conn);
+    match tokio::time::timeout(timeout, asked).await {
+        Ok(pid) => Ok(pid?),
+        Err(_) => Err(BackendError::timed_out()),
+    }
+}
+
 impl PgConn {
+    /// Runs `statement` on this session under the time limit
+    /// (`cancel::bounded`); a statement given up, or whose future is
+    /// dropped before it ends, leaves the session `busy`, so it is never
+    /// pooled again.
+    async fn bounded<T>(
+        busy: &mut bool,
+        cancel: Option<CancelSession>,
+        statement: impl Future<Output = Result<T, BackendError>>,
+    ) -> Result<T, BackendError> {
+        *busy = true;
+        let done = cancel::bounded(cancel, statement).await.ok_or_else(BackendError::timed_out)?;
+        *busy = false;
+        done
+    }
+
     /// Forgets what an earlier scenario left on this connection: its
     /// prepared statements and its session settings.
     pub(super) async fn reset(&mut self) -> Result<(), BackendError> {
@@ -329,8 +394,9 @@ impl PgConn {
         // setting to the connection's default. Both products accept it, and
         // it is no dialect's business: dialects say what a scenario does,
         // this undoes it.
-        sqlx::query("RESET ALL").persistent(false).execute(&mut *self.conn).await?;
-        Ok(())
+        let conn = &mut self.conn;
+        let resetting = async { Ok(sqlx::query("RESET ALL").persistent(false).execute(&mut **conn).await.map(drop)?) };
+        Self::bounded(&mut self.busy, self.cancel.clone(), resetting).await
     }
 
     /// Binds instants as `encoding` says, forgetting the statements
@@ -368,10 +434,10 @@ impl PgConn {
         let args = self.arguments(params)?;
         let conn = &mut self.conn;
         let transient = |e: &sqlx::Error| retry::may_retry(sql) && retry::pg_transient(e);
-        let done = retry::retrying(transient, async || {
+        let running = retry::retrying(transient, async || {
             sqlx::query_with(sqlx::AssertSqlSafe(sql), args.clone()).execute(&mut **conn).await
-        })
-        .await?;
+        });
+        let done = Self::bounded(&mut self.busy, self.cancel.clone(), async { Ok(running.await?) }).await?;
         Ok(done.rows_affected())
     }
 
@@ -384,19 +450,30 @@ impl PgConn {
     ) -> Result<Vec<Vec<Value>>, BackendError> {
         let args = self.arguments(params)?;
         let conn = &mut self.conn;
-        let rows = retry::retrying(retry::pg_transient, async || {
+        let running = retry::retrying(retry::pg_transient, async || {
             sqlx::query_with(sqlx::AssertSqlSafe(sql), args.clone()).fetch_all(&mut **conn).await
-        })
-        .await?;
+        });
+        let rows = Self::bounded(&mut self.busy, self.cancel.clone(), async { Ok(running.await?) }).await?;
         rows.iter().map(|r| decode(r, columns)).collect()
     }
 
     /// Gives the connection back to the pool; the next [`PgServer::open`]
     /// resets it.
     pub async fn close(self) {
-        let PgConn { conn, permit, idle, .. } = self;
+        let PgConn { conn, permit, idle, cancel, busy, .. } = self;
+        if busy {
+            // Given up mid-reply: never spoken to again; dropping it ends
+            // the session (its statement was cancelled).
+            drop(conn);
+            drop(permit);
+            return;
+        }
+        let pid = match cancel {
+            Some(CancelSession::Postgres(_, pid)) => Some(pid),
+            _ => None,
+        };
         // Idle first, then the permit: a waiting open finds the session.
-        idle.lock().unwrap_or_else(|p| p.into_inner()).push(*conn.0);
+        idle.lock().unwrap_or_else(|p| p.into_inner()).push((*conn.0, pid));
         drop(permit);
     }
 }
