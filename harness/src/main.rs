@@ -4,6 +4,9 @@ mod cli;
 
 fn main() -> std::process::ExitCode {
     restore_sigpipe();
+    // Before anything can print: the URLs' secrets are hidden in every
+    // output, even on a path that does not pass its URL to the redactor.
+    reapcheck::redact::hide_environment_secrets();
     reapcheck::redact::install_panic_hook();
     cli::main()
 }

@@ -183,8 +183,10 @@ pub async fn connect(target: Target, url: &str) -> Result<Server, String> {
 /// its driver refuses), before anything connects: invalid input, where a
 /// server that does not answer is a failure. Never the credential.
 pub fn url_refused(target: Target, url: &str) -> Option<String> {
+    // The parameters named may be pieces of a password with an unencoded
+    // `&`: the message goes through the redactor knowing the URL.
     if let Some(why) = not_a_url(target, url).or_else(|| unread_part(target, url)) {
-        return Some(why);
+        return Some(redact::message(&why, url));
     }
     let form = match target {
         Target::Sqlite => return None,
