@@ -319,7 +319,7 @@ mod tests {
         assert!(md.contains("### Failures (2)\n"), "{md}");
         assert_eq!(md.matches("was not reached").count(), 1, "{md}");
         assert!(
-            md.contains("- postgres (leg both) was not reached (3 scenarios not run): cannot reach postgres://u:***@"),
+            md.contains("- postgres was not reached (3 scenarios not run): cannot reach postgres://u:***@"),
             "{md}"
         );
         assert_eq!(leg.targets.iter().find(|t| t.target == "postgres").map(|t| t.counts.fail), Some(3), "still failed");

@@ -74,14 +74,18 @@ pub fn verdict(args: VerdictArgs) -> ExitCode {
     let expected: Vec<String> = args.expect.iter().map(|s| s.trim().to_owned()).filter(|s| !s.is_empty()).collect();
     let problems = verdict::check(&legs, &expected);
     let matrix = Matrix::new(&legs);
+    // Counted per column, so the model's cases are never added to a
+    // database's.
     for leg in &matrix.legs {
-        let c = &leg.counts;
-        println!(
-            "leg {}: {} pass, {} new, {} divergence, {} skipped, {} failed",
-            leg.leg, c.pass, c.new, c.divergence, c.skipped, c.fail
-        );
-        for col in matrix.columns.iter().filter(|col| col.leg == leg.leg && !col.code.is_empty()) {
-            println!("    {}: {}", col.target, col.code);
+        println!("leg {}:", leg.leg);
+        for col in matrix.columns.iter().filter(|col| col.leg == leg.leg) {
+            let c = &col.counts;
+            let server = if col.server == col.target { String::new() } else { format!(" ({})", col.server) };
+            let ran = if col.code.is_empty() { String::new() } else { format!("; ran {}", col.code) };
+            println!(
+                "    {}{server}: {} pass, {} new, {} divergence, {} skipped, {} failed{ran}",
+                col.target, c.pass, c.new, c.divergence, c.skipped, c.fail
+            );
         }
     }
     for p in &problems {

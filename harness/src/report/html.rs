@@ -151,16 +151,18 @@ pub fn render(matrix: &Matrix, problems: &[Problem]) -> String {
          <label>name <input id=\"name\" type=\"search\" placeholder=\"grace/\"></label></div>\n",
     );
     out.push_str("<div class=\"wrap\"><table id=\"matrix\"><thead><tr><th>scenario</th>");
+    // One leg (a `run --report`): its name heads no column.
+    let many = matrix.legs.len() > 1;
     for c in &matrix.columns {
         let _ = write!(
             out,
-            "<th title=\"{}\">{}<br>{}<br><small>{}</small></th>",
+            "<th title=\"{}\">{}{}<br><small>{}</small></th>",
             attr(&if c.code.is_empty() {
                 format!("{}: {}", c.leg, counts_plain(&c.counts))
             } else {
                 format!("{}: {}; ran {}", c.leg, counts_plain(&c.counts), c.code)
             }),
-            text(&c.leg),
+            if many { format!("{}<br>", text(&c.leg)) } else { String::new() },
             text(&c.target),
             text(&c.server)
         );

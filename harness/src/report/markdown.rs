@@ -17,14 +17,22 @@ pub fn render(matrix: &Matrix, problems: &[Problem]) -> String {
         }
         out.push('\n');
     }
-    out.push_str("| leg | target | server | pass | new | divergence | skipped | FAIL |\n");
-    out.push_str("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
+    // One leg (a `run --report`): its name is no column and no suffix.
+    let many = matrix.legs.len() > 1;
+    let of_leg = |leg: &str| if many { format!(" (leg {})", cell(leg)) } else { String::new() };
+    if many {
+        out.push_str("| leg | target | server | pass | new | divergence | skipped | FAIL |\n");
+        out.push_str("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
+    } else {
+        out.push_str("| target | server | pass | new | divergence | skipped | FAIL |\n");
+        out.push_str("| --- | --- | ---: | ---: | ---: | ---: | ---: |\n");
+    }
     for c in &matrix.columns {
         let n = &c.counts;
+        let leg = if many { format!("| {} ", cell(&c.leg)) } else { String::new() };
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {} |",
-            cell(&c.leg),
+            "{leg}| {} | {} | {} | {} | {} | {} | {} |",
             cell(&c.target),
             cell(&c.server),
             n.pass,
@@ -38,7 +46,7 @@ pub fn render(matrix: &Matrix, problems: &[Problem]) -> String {
     if !code.is_empty() {
         out.push_str("\nWhose code ran:\n\n");
         for c in code {
-            let _ = writeln!(out, "- {} (leg {}): `{}`", cell(&c.target), cell(&c.leg), c.code.replace('`', "'"));
+            let _ = writeln!(out, "- {}{}: `{}`", cell(&c.target), of_leg(&c.leg), c.code.replace('`', "'"));
         }
     }
     for l in matrix.legs.iter().filter(|l| l.interrupted) {
@@ -66,15 +74,15 @@ pub fn render(matrix: &Matrix, problems: &[Problem]) -> String {
             let cause = cause.trim_start_matches("not run: ");
             let _ = writeln!(
                 out,
-                "- {} (leg {}) was not reached ({n} scenarios not run): {}",
+                "- {}{} was not reached ({n} scenarios not run): {}",
                 col.target,
-                cell(&col.leg),
+                of_leg(&col.leg),
                 cell(cause)
             );
         }
         for (col, c) in failures {
             let first = c.diff.as_deref().and_then(|d| d.lines().next()).unwrap_or("failed");
-            let _ = writeln!(out, "- `{}` on {} (leg {}): {}", c.scenario, c.target, cell(&col.leg), cell(first));
+            let _ = writeln!(out, "- `{}` on {}{}: {}", c.scenario, c.target, of_leg(&col.leg), cell(first));
             if let Some(rerun) = &c.rerun {
                 let _ = writeln!(out, "  ```\n  {rerun}\n  ```");
             }
@@ -97,12 +105,23 @@ mod tests {
     #[test]
     fn totals_per_leg_then_failures_with_their_rerun_lines() {
         let l = leg("pg|15", &[("grace/a", "model", Pass, "h"), ("grace/a", "postgres", Fail, "")]);
-        let md = render(&Matrix::new(&[l]), &[]);
+        let lite = leg("lite", &[("grace/a", "sqlite", Pass, "h")]);
+        let md = render(&Matrix::new(&[l.clone(), lite.clone()]), &[]);
         assert!(md.contains("| pg\\|15 | model | model 1.0 | 1 | 0 | 0 | 0 | 0 |\n"), "{md}");
         assert!(md.contains("| pg\\|15 | postgres | postgres 1.0 | 0 | 0 | 0 | 0 | 1 |\n"), "{md}");
         assert!(md.contains("### Failures (1)\n\n- `grace/a` on postgres (leg pg\\|15): --- model\n"), "{md}");
         assert!(md.contains("  ```\n  reapcheck run --db postgres --exact grace/a\n  ```\n"), "{md}");
-        let ok = render(&Matrix::new(&[leg("lite", &[("grace/a", "sqlite", Pass, "h")])]), &[]);
+        let ok = render(&Matrix::new(&[lite]), &[]);
         assert!(ok.ends_with("\nNo failures.\n"), "{ok}");
+    }
+
+    #[test]
+    fn one_legs_summary_does_not_repeat_the_leg_on_every_line() {
+        let l = leg("pg", &[("grace/a", "model", Pass, "h"), ("grace/a", "postgres", Fail, "")]);
+        let md = render(&Matrix::new(&[l]), &[]);
+        assert!(md.contains("| target | server | pass |"), "{md}");
+        assert!(md.contains("\n| postgres | postgres 1.0 | 0 | 0 | 0 | 0 | 1 |\n"), "{md}");
+        assert!(md.contains("- `grace/a` on postgres: --- model\n"), "{md}");
+        assert!(!md.contains("(leg "), "{md}");
     }
 }
