@@ -319,6 +319,11 @@ mod tests {
         assert!(html.contains("reapcheck run --db postgres --exact grace/a"), "{html}");
         assert!(!html.contains("http://") && !html.contains("https://"), "no network: {html}");
         assert!(html.contains("<select id=\"status\">") && html.contains("<input id=\"name\""));
+        // One leg: its name heads no column; with two, every column names its leg.
+        assert!(html.contains(">postgres<br><small>postgres 1.0</small></th>"), "{html}");
+        let two = [leg("pg <15>", &[("grace/a", "postgres", Pass, "h")]), leg("lite", &[("grace/a", "sqlite", Pass, "h")])];
+        let html = render(&Matrix::new(&two), &[]);
+        assert!(html.contains(">pg &lt;15&gt;<br>postgres<br><small>postgres 1.0</small></th>"), "{html}");
     }
 
     #[test]
