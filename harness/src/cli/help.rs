@@ -67,8 +67,7 @@ pub const LIST: &str = concat!(
 pub const CHECK: &str = concat!(
     "Examples:\n  \
      reapcheck check                                 # the project's scenarios and dialects\n  \
-     reapcheck check --dialects my-port              # lint a port: every statement present, and its\n  \
-                                                     # namespace scripts proved on each reachable target\n  \
+     reapcheck check --dialects my-port              # lint a port, and prove its namespace scripts\n  \
      reapcheck check --offline                       # validate only: connect to no server\n\n",
     order!(),
     "\nEnvironment:\n",
