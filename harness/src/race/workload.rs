@@ -158,7 +158,10 @@ pub(super) async fn in_namespace(
         Ok(()) => body(&mut admin, &namespace).await,
         Err(e) => Err(e.into()),
     };
-    let dropped = namespace_script(&mut admin, dialect, "drop_namespace", &namespace).await;
+    let dropped = match namespace_script(&mut admin, dialect, "drop_namespace", &namespace).await {
+        Ok(()) => crate::isolation::check_dropped(&mut admin, dialect, &namespace).await,
+        failed => failed,
+    };
     admin.close().await;
     let race = result?;
     dropped.map_err(|e| RaceError(format!("the race ran but its namespace {namespace} was not dropped: {e}")))?;
@@ -175,6 +178,7 @@ pub(super) async fn set_up(
     at: Instant,
 ) -> Result<(), RaceError> {
     namespace_script(admin, dialect, "enter_namespace", namespace).await?;
+    crate::isolation::check_entered(admin, dialect, Schema::Standard, namespace).await?;
     let mut engine = SqlEngine::new(dialect, Schema::Standard, admin);
     engine.call(Call::CreateSchema).await?;
     for id in jobs {
