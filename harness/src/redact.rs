@@ -44,8 +44,8 @@ use std::sync::RwLock;
 /// What replaces a secret.
 const HIDDEN: &str = "***";
 
-/// What a hint writes in place of a password (`postgres://USER:PASSWORD@HOST`),
-/// kept in messages.
+/// What a hint writes in place of a password (`postgres://USER:PASSWORD@HOST`,
+/// in any case), kept in messages.
 const PLACEHOLDER: &str = "PASSWORD";
 
 /// The secrets hidden by [`text`] wherever they appear, and the connection
@@ -241,9 +241,11 @@ fn secrets(connection: &str) -> Vec<(String, bool)> {
 /// may overlap).
 fn raw_spans(text: &str, scope: Scope) -> Vec<Range<usize>> {
     let mut found = userinfo_spans(text, scope);
-    found.extend(keyed_spans(text, scope));
+    // A `key=` inside a URL's password is the password's.
+    let keyed = keyed_spans(text, scope).into_iter().filter(|k| !found.iter().any(|u| u.contains(&k.start)));
+    found.extend(keyed.collect::<Vec<_>>());
     // In a message, `USER:PASSWORD@HOST` is the form a hint asks for.
-    found.retain(|r| r.start < r.end && (scope == Scope::Whole || &text[r.clone()] != PLACEHOLDER));
+    found.retain(|r| r.start < r.end && (scope == Scope::Whole || !text[r.clone()].eq_ignore_ascii_case(PLACEHOLDER)));
     found
 }
 
