@@ -15,6 +15,7 @@ pub struct StatementTimeout {
     /// the client gives a statement up 2 s later in any case, so a server
     /// that stops answering fails too.
     #[arg(
+        id = "statement_timeout",
         long = "statement-timeout",
         value_name = "SECONDS",
         default_value_t = deadline::DEFAULT_SECONDS,

@@ -178,6 +178,12 @@ pub fn fuzz_with(settings: &FuzzSettings, compare: impl Fn(&LoadedScenario) -> R
     let started = Instant::now();
     let mut runner = test_runner(settings);
     let result = runner.run(&strategy::case(), |case| {
+        // After a signal (`crate::interrupt`) no case runs: each is
+        // rejected, so proptest's runner gives up at its reject limit at
+        // once instead of drawing every remaining case.
+        if crate::interrupt::interrupted().is_some() {
+            return Err(TestCaseError::reject("interrupted"));
+        }
         let counter = if failed.load(Ordering::Relaxed) { &shrink_runs } else { &cases };
         counter.fetch_add(1, Ordering::Relaxed);
         let checked = load(&case, "fuzz", "a generated case").and_then(|(_, loaded)| compare(&loaded));
@@ -191,6 +197,7 @@ pub fn fuzz_with(settings: &FuzzSettings, compare: impl Fn(&LoadedScenario) -> R
     });
     let failure = match result {
         Ok(()) => None,
+        _ if crate::interrupt::interrupted().is_some() => None,
         Err(TestError::Fail(why, case)) => Some(Failure { case: Some(case), reason: why.message().to_owned() }),
         Err(TestError::Abort(why)) => {
             Some(Failure { case: None, reason: format!("the fuzz run stopped: {}", why.message()) })
