@@ -28,8 +28,8 @@ pub const MAX_NAME_BYTES: usize = 8_192;
 /// The longest `description`, in bytes.
 pub const MAX_DESCRIPTION_BYTES: usize = 65_536;
 /// The most the checkpoints of one run may hold by [`checkpoint_bytes`]'s
-/// estimate, in bytes (256 MiB).
-pub const MAX_CHECKPOINT_BYTES: u64 = 256 << 20;
+/// estimate, in bytes (128 MiB).
+pub const MAX_CHECKPOINT_BYTES: u64 = 128 << 20;
 
 /// Estimated bytes of one job row in a checkpoint, besides its texts.
 const ROW_OVERHEAD: u64 = 160;
@@ -209,7 +209,7 @@ mod tests {
         let heavy = errors(&scenario(10_000, 2_000, "reap"));
         assert_eq!(heavy.len(), 1, "{heavy:?}");
         assert!(heavy[0].contains("the run's checkpoints would hold about"), "{heavy:?}");
-        assert!(heavy[0].contains("more than the 256 MiB"), "{heavy:?}");
+        assert!(heavy[0].contains("more than the 128 MiB"), "{heavy:?}");
         // Scans copy their candidates into every later checkpoint.
         assert!(errors(&scenario(2_000, 200, "reap")).is_empty());
         assert!(!errors(&scenario(2_000, 200, "scan")).is_empty());

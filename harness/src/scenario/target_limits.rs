@@ -209,7 +209,13 @@ fn problems(
             ));
         }
     }
+    // A dialect whose set_time_zone is blank (SQLite's, SQL Server's) sets
+    // no zone, so any zone fits it.
+    let sets_zone = dialect
+        .find("set_time_zone", loaded.scenario.schema)
+        .is_some_and(|s| !crate::dialect::text::is_blank(&s.sql));
     if let Some(zone) = &loaded.scenario.session_time_zone
+        && sets_zone
         && let Some(why) = unknown_zone(target, zone)
     {
         out.push((zone.position(), why));
@@ -234,9 +240,6 @@ fn unknown_zone(target: Target, zone: &str) -> Option<String> {
         };
         let bound = if b[0] == b'+' { high } else { low };
         return (total > bound).then(|| format!("the offset `{zone}` is outside the {range} the server takes: use an offset inside it"));
-    }
-    if matches!(target, Target::Sqlite | Target::Mssql) {
-        return None;
     }
     let known = ZONES.lines().filter(|l| !l.starts_with('#')).any(|l| l.eq_ignore_ascii_case(zone));
     (!known).then(|| {
@@ -460,5 +463,8 @@ mod tests {
         assert!(refused(&text("+13:30"), Target::Mariadb)[0].contains("outside the -12:59 to +13:00"));
         assert!(refused(&text("+13:30"), Target::Mysql).is_empty());
         assert!(refused(&text("+05:75"), Target::Postgres)[0].contains("write minutes below 60"));
+        // SQLite's and SQL Server's set_time_zone is blank: they set no zone.
+        assert!(refused(&text("+05:75"), Target::Sqlite).is_empty());
+        assert!(refused(&text("Mars/Olympus_Mons"), Target::Mssql).is_empty());
     }
 }
