@@ -409,3 +409,115 @@ fn a_scan_floor_on_a_clock_truncated_to_the_second_is_caught() {
         assert_caught(&copy, target, url.as_ref(), &["boundaries/"], &["boundaries/fractional-clock-scan-floor"]);
     }
 }
+
+/// Runs the binary as [`reapcheck`] does, failing with `hung` (the child
+/// killed) when it has not ended within 120 s: a guard against a hang,
+/// not a bound on how long it may take.
+fn reapcheck_within(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_reapcheck"));
+    cmd.args(args).current_dir(root()).env_remove("REAPCHECK_REQUIRE");
+    for t in reapcheck::target::Target::ALL {
+        cmd.env_remove(t.url_variable());
+    }
+    let child = cmd
+        .envs(env.iter().copied())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let pid = child.id();
+    let (done, waited) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(child.wait_with_output());
+    });
+    match waited.recv_timeout(std::time::Duration::from_secs(120)) {
+        Ok(output) => output.expect("the binary ran"),
+        Err(_) => {
+            // SAFETY: signals our own child.
+            unsafe { libc::kill(libc::pid_t::try_from(pid).expect("a pid"), libc::SIGKILL) };
+            panic!("hung: reapcheck {} did not end within 120 s", args.join(" "));
+        }
+    }
+}
+
+/// SQL that never ends in each dialect, as a condition that holds: a sleep
+/// of 600 s on the servers, a recursive CTE with no stop on SQLite.
+#[test]
+fn a_statement_that_never_ends_fails_its_scenario_timed_out_at_its_file_line() {
+    let edits: Vec<Edit> = ["sqlite", "postgres", "mysql"]
+        .into_iter()
+        .map(|dialect| Edit {
+            dialect,
+            file: "reaper.sql",
+            statement: "reap_scan",
+            pattern: r"WHERE status = 'processing'",
+            replacement: match dialect {
+                "sqlite" => "WHERE status = 'processing' AND (WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r) >= 0",
+                "postgres" => "WHERE status = 'processing' AND (SELECT count(*) FROM pg_sleep(600)) >= 0",
+                _ => "WHERE status = 'processing' AND SLEEP(600) = 0",
+            },
+        })
+        .collect();
+    let copy = Copy::new("blocking", &edits);
+    for (target, url) in targets() {
+        let args = ["run", "--db", target, "--dialects", copy.path(), "--statement-timeout", "1"];
+        let args = [&args[..], &["--exact", "grace/floor-reclaims-past-it"]].concat();
+        let env: Vec<(&str, &str)> = url.as_ref().map(|(var, url)| (*var, url.as_str())).into_iter().collect();
+        let o = reapcheck_within(&args, &env);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert_eq!(o.status.code(), Some(1), "{target}:\n{out}{}", String::from_utf8_lossy(&o.stderr));
+        let dialect = if target == "mariadb" { "mysql" } else { target };
+        let said = format!("{target} failed: reap_scan: timed out after 1 s at ");
+        let line = out.lines().find(|l| l.contains(&said)).unwrap_or_else(|| panic!("{target}: no `{said}`:\n{out}"));
+        assert!(line.contains(&format!("{dialect}/reaper.sql:")), "{target}: no file:line: {line}");
+    }
+}
+
+#[tokio::test]
+async fn a_mutant_that_recurses_forever_is_killed_by_the_time_limit() {
+    use reapcheck::mutate::kill::{Found, KillOrder, first_killer};
+    use reapcheck::scenario::Schema;
+    // This test process's limit only: the other tests run the binary.
+    reapcheck::deadline::set_seconds(1);
+    let scenarios = reapcheck::scenario::load_dir(&root().join("scenarios"), &["grace/floor-reclaims".to_owned()])
+        .expect("the scenarios load");
+    assert!(!scenarios.is_empty());
+    let mut models = Vec::new();
+    for s in &scenarios {
+        models.push(reapcheck::runner::check_model(s).await);
+    }
+    // MariaDB and MySQL bound a recursive CTE themselves
+    // (`max_recursive_iterations`, `cte_max_recursion_depth`): there the
+    // mutant ends, and `a_statement_that_never_ends...` covers the limit.
+    let mut servers = vec![("sqlite", reapcheck::backend::sqlite().await.expect("sqlite"))];
+    for (target, url) in targets().into_iter().filter(|(t, _)| *t == "postgres") {
+        let (_, url) = url.expect("a url");
+        servers.push((target, reapcheck::backend::postgres(&url).await.expect("the server answers")));
+    }
+    for (target, server) in servers {
+        let dialect = reapcheck::dialect::Dialect::load(&reapcheck::dialect::Source::Embedded, target).expect("loads");
+        let sql = dialect.find("reap_scan", Schema::Standard).expect("a reap_scan").sql.clone();
+        // The recursive step no longer moves towards its stop: it never ends.
+        let forever = "(WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n FROM r WHERE n > 0) SELECT count(*) FROM r) > 0";
+        assert!(sql.contains("WHERE status = 'processing'"), "{target}: {sql}");
+        let mutated = sql.replace("WHERE status = 'processing'", &format!("WHERE status = 'processing' AND {forever}"));
+        let mutant = dialect.with_sql("reap_scan", mutated);
+        let candidates: Vec<usize> = (0..scenarios.len()).collect();
+        let order = KillOrder::new(scenarios.len());
+        let changed = ["reap_scan".to_owned()];
+        let found = tokio::time::timeout(
+            std::time::Duration::from_secs(120),
+            first_killer(&server, &mutant, &changed, &candidates, &scenarios, &models, &order),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("hung: the mutant on {target} did not end within 120 s"))
+        .found;
+        match &found {
+            Found::Killed { reason: Some(reason), .. } => {
+                assert!(reason.contains("timed out after 1 s at "), "{target}: {reason}");
+            }
+            other => panic!("{target}: not killed by the time limit: {other:?}"),
+        }
+        server.close().await;
+    }
+}

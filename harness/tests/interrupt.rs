@@ -419,3 +419,189 @@ fn a_scenario_that_panics_fails_alone_and_the_run_goes_on() {
         other => panic!("exit {other:?}:\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr)),
     }
 }
+
+impl Run {
+    /// [`Run::finish`], failing with `hung` (the child killed) when the
+    /// command has not ended 120 s after it was asked to: a guard against a
+    /// hang, not a bound on how long it may take.
+    fn finish_within(mut self, what: &str) -> (Option<i32>, String) {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            if self.child.try_wait().expect("the child is there").is_some() {
+                return self.finish();
+            }
+            if Instant::now() >= deadline {
+                let _ = self.child.kill();
+                let out = self.lines.lock().unwrap().join("\n");
+                panic!("hung: {what} did not end within 120 s of the signal:\n{out}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+/// A copy of `dialects/` whose `reap_scan`, in every dialect, waits 600 s
+/// on the server (SQLite: recurses forever) before it answers; removed
+/// when dropped.
+struct Blocking(PathBuf);
+
+impl Blocking {
+    fn new(tag: &str) -> Blocking {
+        let dir = std::env::temp_dir().join(format!("reapcheck-blocking-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for (dialect, condition) in [
+            ("sqlite", "(WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r) SELECT count(*) FROM r) >= 0"),
+            ("postgres", "(SELECT count(*) FROM pg_sleep(600)) >= 0"),
+            ("mysql", "SLEEP(600) = 0"),
+        ] {
+            let to = dir.join(dialect);
+            std::fs::create_dir_all(&to).expect("a scratch folder");
+            for file in std::fs::read_dir(root().join("dialects").join(dialect)).expect("the dialect") {
+                let file = file.expect("a file").path();
+                std::fs::copy(&file, to.join(file.file_name().expect("a name"))).expect("copied");
+            }
+            let path = to.join("reaper.sql");
+            let text = std::fs::read_to_string(&path).expect("the SQL");
+            let start = text.find("-- name: reap_scan\n").expect("a reap_scan");
+            let at = start + text[start..].find("WHERE status = 'processing'").expect("its WHERE");
+            let edited = format!("{}WHERE status = 'processing' AND {condition}{}", &text[..at], &text[at + 27..]);
+            std::fs::write(&path, edited).expect("edited");
+        }
+        Blocking(dir)
+    }
+
+    fn path(&self) -> String {
+        self.0.display().to_string()
+    }
+}
+
+impl Drop for Blocking {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// How many sessions of the private PostgreSQL run a `pg_sleep` now.
+async fn pg_sleeping(url: &str) -> i64 {
+    use sqlx::{ConnectOptions, Connection};
+    let options: sqlx::postgres::PgConnectOptions = url.parse().expect("a url");
+    let mut conn = options.connect().await.expect("the private server answers");
+    let n: i64 = sqlx::query_scalar("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'")
+        .fetch_one(&mut conn)
+        .await
+        .expect("pg_stat_activity");
+    let _ = conn.close().await;
+    n
+}
+
+/// How many sessions of the private MariaDB are in a `SLEEP()` now.
+async fn mariadb_sleeping(url: &str) -> i64 {
+    use sqlx::{ConnectOptions, Connection};
+    let options: sqlx::mysql::MySqlConnectOptions = url.parse().expect("a url");
+    let mut conn = options.connect().await.expect("the private server answers");
+    let n: i64 =
+        sqlx::query_scalar("SELECT CAST(count(*) AS SIGNED) FROM information_schema.processlist WHERE state = 'User sleep'")
+            .fetch_one(&mut conn)
+            .await
+            .expect("the processlist");
+    let _ = conn.close().await;
+    n
+}
+
+/// Polls `count` until it gives 0, for at most 20 s (the server acts on a
+/// cancel in milliseconds; a statement never cancelled sleeps 600 s).
+async fn until_none(count: impl AsyncFn() -> i64) -> i64 {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let n = count().await;
+        if n == 0 || Instant::now() >= deadline {
+            return n;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Polls `count` until it gives at least 1 (the marker that a statement
+/// blocks now), failing after 120 s.
+async fn until_some(what: &str, count: impl AsyncFn() -> i64) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while count().await == 0 {
+        assert!(Instant::now() < deadline, "{what}: no blocked statement within 120 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigint_cancels_a_blocking_statement_on_postgres_and_leaves_no_session_running_it() {
+    let Some(_url) = reapcheck::reach::test_url(reapcheck::target::Target::Postgres) else { return };
+    let pg = PrivatePostgres::start(55439);
+    let copy = Blocking::new("pg");
+    let url = pg.url();
+    let run = Run::start(&url, &["--dialects", &copy.path(), "grace/"]);
+    until_some("postgres", async || pg_sleeping(&url).await).await;
+    let signalled = Instant::now();
+    run.signal(libc::SIGINT);
+    let (code, out) = run.finish_within("run --db postgres");
+    println!("exit {code:?} {:?} after the signal", signalled.elapsed());
+    assert_eq!(code, Some(130), "{out}");
+    assert!(out.contains("interrupted by SIGINT"), "no summary marked interrupted:\n{out}");
+    assert_eq!(until_none(async || pg_sleeping(&url).await).await, 0, "a pg_sleep still runs:\n{out}");
+    assert_eq!(pg.namespaces().await, Vec::<String>::new(), "schemas left behind");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigint_kills_a_blocking_query_on_mariadb_and_leaves_no_session_running_it() {
+    let Some(_url) = reapcheck::reach::test_url(reapcheck::target::Target::Mariadb) else { return };
+    let db = PrivateMariadb::start(55440).await;
+    let copy = Blocking::new("mariadb");
+    let url = db.url();
+    let run = Run::start_on("mariadb", &url, &["--dialects", &copy.path(), "grace/"]);
+    until_some("mariadb", async || mariadb_sleeping(&url).await).await;
+    let signalled = Instant::now();
+    run.signal(libc::SIGINT);
+    let (code, out) = run.finish_within("run --db mariadb");
+    println!("exit {code:?} {:?} after the signal", signalled.elapsed());
+    assert_eq!(code, Some(130), "{out}");
+    assert!(out.contains("interrupted by SIGINT"), "no summary marked interrupted:\n{out}");
+    assert_eq!(until_none(async || mariadb_sleeping(&url).await).await, 0, "a SLEEP still runs:\n{out}");
+    assert_eq!(db.namespaces().await, Vec::<String>::new(), "databases left behind");
+}
+
+/// `reapcheck <command>` on the private PostgreSQL, signalled once it has
+/// a namespace on the server (the marker that it is running scenarios):
+/// exit 130, its summary marked interrupted, no namespace and no session
+/// of it left.
+async fn signal_mid(pg: &PrivatePostgres, command: &[&str], extra: &[&str], signal: libc::c_int, said: &str) {
+    let run = Run::start_command(command, "postgres", &pg.url(), extra);
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while pg.namespaces().await.is_empty() {
+        assert!(Instant::now() < deadline, "{command:?}: no namespace within 120 s");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let signalled = Instant::now();
+    run.signal(signal);
+    let (code, out) = run.finish_within(&command.join(" "));
+    println!("{command:?}: exit {code:?} {:?} after the signal", signalled.elapsed());
+    assert_eq!(code, Some(130), "{command:?}:\n{out}");
+    assert!(out.contains(said), "{command:?}: no `{said}`:\n{out}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut left = pg.namespaces().await;
+    while !left.is_empty() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        left = pg.namespaces().await;
+    }
+    assert_eq!(left, Vec::<String>::new(), "{command:?}: schemas left behind:\n{out}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigint_or_sigterm_mid_mutate_fuzz_or_race_stops_it_with_its_summary_and_leaves_nothing() {
+    let Some(_url) = reapcheck::reach::test_url(reapcheck::target::Target::Postgres) else { return };
+    let pg = PrivatePostgres::start(55441);
+    signal_mid(&pg, &["mutate"], &["--scenarios", "scenarios/grace"], libc::SIGINT, "mutate: interrupted by SIGINT")
+        .await;
+    signal_mid(&pg, &["fuzz"], &["--cases", "100000", "--seed", "1"], libc::SIGTERM, "fuzz: interrupted by SIGTERM")
+        .await;
+    // Without the signal the race would run its 600 s.
+    signal_mid(&pg, &["race"], &["--seconds", "600", "--seed", "1"], libc::SIGINT, "race: interrupted by SIGINT").await;
+    signal_mid(&pg, &["bench"], &["--iterations", "1000"], libc::SIGINT, "bench: interrupted by SIGINT").await;
+}
