@@ -14,6 +14,7 @@ pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("
 
 pub mod adapter;
 pub mod backend;
+pub mod compare;
 pub mod config;
 #[cfg(feature = "containers")]
 pub mod containers;

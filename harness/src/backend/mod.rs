@@ -21,6 +21,7 @@ pub use instants::InstantEncoding;
 pub use lanes::Lane;
 pub use plan::{PlanKind, summarise_json};
 
+use crate::compare::capture;
 use crate::dialect::contract::Column;
 use crate::dialect::text::{Grammar, Placeholders};
 use crate::engine::Value;
@@ -94,12 +95,15 @@ impl Connection {
         let encoding = self.instant_encoding();
         let bound: Vec<Value> = params.iter().map(|p| encoding.bind(p)).collect();
         let params = bound.as_slice();
-        match self {
+        let changed = match self {
             Connection::Sqlite(c) => c.execute(sql, params).await,
             Connection::Postgres(c) => c.execute(sql, params).await,
             Connection::MySql(c) => c.execute(sql, params).await,
             Connection::Mssql(c) => c.execute(sql, params).await,
-        }
+        };
+        let returned = changed.as_ref().map_or(capture::Returned::Failed, |n| capture::Returned::Changed(*n));
+        capture::sent(self.placeholders(), encoding, sql, params, returned);
+        changed
     }
 
     /// Runs one query; returns its rows decoded as `columns` declare, read
@@ -119,7 +123,10 @@ impl Connection {
             Connection::Postgres(c) => c.query(sql, params, &stored).await,
             Connection::MySql(c) => c.query(sql, params, &stored).await,
             Connection::Mssql(c) => c.query(sql, params, &stored).await,
-        }?;
+        };
+        let returned = rows.as_ref().map_or(capture::Returned::Failed, |r| capture::Returned::Rows(r.len()));
+        capture::sent(self.placeholders(), encoding, sql, params, returned);
+        let rows = rows?;
         rows.into_iter()
             .map(|row| {
                 encoding.read_row(columns, row).map_err(|message| BackendError::new(BackendErrorKind::Decode, message))
@@ -133,7 +140,11 @@ impl Connection {
     /// a scenario changed (its time zone) stays until the session ends.
     pub async fn reset_settings(&mut self) -> Result<bool, BackendError> {
         match self {
-            Connection::Postgres(c) => c.reset_settings().await.map(|()| true),
+            Connection::Postgres(c) => {
+                let reset = c.reset_settings().await;
+                capture::sent(Placeholders::Dollar, InstantEncoding::Native, "RESET ALL", &[], capture::Returned::Changed(0));
+                reset.map(|()| true)
+            }
             _ => Ok(false),
         }
     }
@@ -274,6 +285,7 @@ impl Server {
     /// namespace), or waits for a session or a lane to come back: idle
     /// lanes never starve it.
     pub async fn open(&self) -> Result<Connection, BackendError> {
+        capture::new_session();
         loop {
             let now = match &self.kind {
                 ServerKind::Postgres(pg) => pg.try_open().await.map(|c| c.map(Connection::Postgres)),

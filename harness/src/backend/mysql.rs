@@ -343,7 +343,12 @@ impl MySqlConn {
         // Connection hygiene, not a dialect's business (like PostgreSQL's
         // RESET ALL): undoes what `set_time_zone` did. The zone is bound.
         let zone = Value::Text(self.initial_zone.clone());
-        self.execute("SET time_zone = ?", std::slice::from_ref(&zone)).await.map(drop)
+        let set = self.execute("SET time_zone = ?", std::slice::from_ref(&zone)).await;
+        use crate::compare::capture::{Returned, sent};
+        let returned = set.as_ref().map_or(Returned::Failed, |n| Returned::Changed(*n));
+        let style = crate::dialect::text::Placeholders::Question;
+        sent(style, self.instants, "SET time_zone = ?", std::slice::from_ref(&zone), returned);
+        set.map(drop)
     }
 
     /// Whether the server converts to a named zone: `CONVERT_TZ` gives NULL

@@ -53,12 +53,17 @@ pub struct BenchArgs {
     #[arg(long, value_name = "RATIO")]
     max_growth: Option<f64>,
     #[command(flatten)]
+    compare: super::bench_compare::CompareArgs,
+    #[command(flatten)]
     inputs: Inputs,
 }
 
 /// Runs the benchmark and prints, per target, the median and 95th
 /// percentile of each phase per scenario run, and the pass wall time.
 pub fn bench(args: BenchArgs) -> ExitCode {
+    if args.compare.compare {
+        return super::bench_compare::compare(&args.compare, &args.db, &args.inputs);
+    }
     args.statement_timeout.apply();
     let targets = match parse_targets(&args.db) {
         Ok(t) => t,

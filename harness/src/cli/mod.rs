@@ -3,6 +3,7 @@
 
 mod adapter;
 mod bench;
+mod bench_compare;
 mod check;
 mod explain;
 mod explain_adapter;

@@ -1,0 +1,80 @@
+//! `reapcheck bench --compare` and `--compare --adapter`: the flags, and
+//! the targets handed to [`reapcheck::compare`].
+
+use std::process::ExitCode;
+
+use reapcheck::compare::{self, Settings};
+
+use super::{EXIT_FAILED, EXIT_INVALID, Inputs};
+
+/// The flags of `bench --compare`.
+#[derive(clap::Args, Debug)]
+pub struct CompareArgs {
+    /// Replay one captured pass of the corpus through the database's own
+    /// client (sqlite3, psql, mariadb) in rounds interleaved with `run
+    /// --jobs 1` and `run`, and print the medians of the per-round ratios
+    /// (docs/performance.md).
+    #[arg(long)]
+    pub compare: bool,
+    /// `--compare`: rounds of client, `run --jobs 1`, `run`.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..), requires = "compare")]
+    pub rounds: u16,
+    /// `--compare`: instead, the reference adapter (`adapter:reference-<db>`,
+    /// this binary's `adapter serve`) against SQL mode on the same
+    /// database, per scenario.
+    #[arg(long, requires = "compare")]
+    pub adapter: bool,
+    /// `--compare`: only scenarios whose name contains one of these
+    /// (comma-separated), as `run`'s filters.
+    #[arg(long, value_name = "NAMES", requires = "compare")]
+    pub only: Option<String>,
+    /// `--compare`: where the captures (`<db>.jsonl`) and scripts
+    /// (`<db>.sql`) are written [default: a folder in the temporary
+    /// directory, kept].
+    #[arg(long, value_name = "DIR", requires = "compare")]
+    pub scripts: Option<std::path::PathBuf>,
+}
+
+/// Runs `bench --compare` on the `--db` targets.
+pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
+    let exe = match std::env::current_exe() {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("error: cannot find the reapcheck binary: {e}");
+            return ExitCode::from(EXIT_INVALID);
+        }
+    };
+    let scripts = args
+        .scripts
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("reapcheck-compare-{}", std::process::id())));
+    if let Err(e) = std::fs::create_dir_all(&scripts) {
+        eprintln!("error: {}: {e}", scripts.display());
+        return ExitCode::from(EXIT_INVALID);
+    }
+    let scripts = scripts.canonicalize().unwrap_or(scripts);
+    let mut run_args = Vec::new();
+    if let Some(s) = &inputs.scenarios {
+        run_args.extend(["--scenarios".to_owned(), s.clone()]);
+    }
+    if let Some(d) = &inputs.dialects {
+        let d = d.canonicalize().unwrap_or_else(|_| d.clone());
+        run_args.extend(["--dialects".to_owned(), d.to_string_lossy().into_owned()]);
+    }
+    run_args.extend(args.only.iter().flat_map(|o| o.split(',')).filter(|f| !f.is_empty()).map(str::to_owned));
+    let settings = Settings { exe, rounds: usize::from(args.rounds), run_args, scripts };
+    let targets: Vec<&str> = db.split(',').map(str::trim).filter(|t| !t.is_empty()).collect();
+    if targets.is_empty() || targets.contains(&"all") {
+        eprintln!("error: --compare: name the targets (--db sqlite,postgres,mariadb)");
+        return ExitCode::from(EXIT_INVALID);
+    }
+    let mut ok = true;
+    for target in targets {
+        ok &= if args.adapter {
+            compare::adapter::compare_adapter(&settings, target)
+        } else {
+            compare::compare_target(&settings, target)
+        };
+    }
+    if ok { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
+}

@@ -1,0 +1,364 @@
+//! `reapcheck bench --compare`: what a user waits for against the same SQL
+//! through the database's own client (docs/performance.md).
+//!
+//! For each target, one `reapcheck run --db <target> --jobs 1` is run with
+//! [`capture::CAPTURE_ENV`] set: it writes every statement it sent, in
+//! order, its bound values rendered as literals ([`capture`]). That
+//! becomes one SQL script ([`script`]), which the database's own client
+//! replays on one session (`sqlite3`, `psql -X -q -f`, `mariadb --batch`),
+//! interleaved with `reapcheck run --db <target> --jobs 1` and `reapcheck
+//! run --db <target>` (its default `--jobs`): rounds of client, run
+//! `--jobs 1`, run, each timed as a whole process. The figure is the
+//! median of the per-round ratios. With `--adapter`, the reference
+//! adapter's cases against SQL mode's on the database it drives, per
+//! scenario ([`adapter`]).
+
+pub mod adapter;
+pub mod capture;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use capture::Event;
+
+/// What `bench --compare` was asked for.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// The reapcheck binary to run (the running one).
+    pub exe: PathBuf,
+    /// Rounds of client, `run --jobs 1`, `run`.
+    pub rounds: usize,
+    /// Arguments given to every child `run` after `--db <target>`:
+    /// `--scenarios`, `--dialects`, filters.
+    pub run_args: Vec<String>,
+    /// Where the captures and scripts are written.
+    pub scripts: PathBuf,
+}
+
+/// A client that replays a script, per product.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Client {
+    /// `sqlite3` on a new in-memory database.
+    Sqlite3,
+    /// `psql -X -q -f`.
+    Psql,
+    /// `mariadb --batch` (or `mysql --batch` for Oracle MySQL).
+    Mariadb,
+}
+
+impl Client {
+    /// The client for a target name, if `bench --compare` has one.
+    pub fn for_target(target: &str) -> Option<Client> {
+        match target {
+            "sqlite" => Some(Client::Sqlite3),
+            "postgres" => Some(Client::Psql),
+            "mariadb" => Some(Client::Mariadb),
+            _ => None,
+        }
+    }
+
+    /// The client's name as printed.
+    pub fn name(self) -> &'static str {
+        match self {
+            Client::Sqlite3 => "sqlite3",
+            Client::Psql => "psql",
+            Client::Mariadb => "mariadb",
+        }
+    }
+}
+
+/// The statements of a capture file, in order.
+///
+/// Errors: the file cannot be read or a line is not an [`Event`].
+pub fn read_capture(path: &Path) -> Result<Vec<Event>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    text.lines()
+        .enumerate()
+        .map(|(i, line)| serde_json::from_str(line).map_err(|e| format!("{}:{}: {e}", path.display(), i + 1)))
+        .collect()
+}
+
+/// The SQL script the client replays: every statement of `events` in
+/// order, each ended by a `;` on a line of its own (a statement may end in
+/// a `--` comment). SQLite: a new session is a new in-memory database
+/// (`.open :memory:`), as it was for reapcheck. MySQL and MariaDB: a
+/// statement holding a `;` (a trigger's body) is sent under another
+/// `DELIMITER`. PostgreSQL, MySQL, MariaDB: a new session of reapcheck's
+/// is the same session here, marked by a comment.
+pub fn script(client: Client, events: &[Event]) -> String {
+    let mut out = String::new();
+    let mut sessions = 0;
+    for event in events {
+        match event {
+            Event::Session => {
+                sessions += 1;
+                match client {
+                    Client::Sqlite3 if sessions > 1 => out.push_str(".open :memory:\n"),
+                    Client::Sqlite3 => {}
+                    _ => out.push_str("-- reapcheck opened a session here\n"),
+                }
+            }
+            Event::Sql { sql, .. } if client == Client::Mariadb && sql.contains(';') => {
+                out.push_str("DELIMITER $$rc$$\n");
+                out.push_str(sql);
+                out.push_str("\n$$rc$$\nDELIMITER ;\n");
+            }
+            Event::Sql { sql, .. } => {
+                out.push_str(sql);
+                out.push_str("\n;\n");
+            }
+        }
+    }
+    out
+}
+
+/// How many statements reapcheck sent and how many of them failed.
+pub fn counts(events: &[Event]) -> (usize, usize) {
+    let sql = events.iter().filter(|e| matches!(e, Event::Sql { .. }));
+    let failed = events.iter().filter(|e| matches!(e, Event::Sql { returned, .. } if returned == "failed"));
+    (sql.count(), failed.count())
+}
+
+/// The client's command for `target`, replaying `script` (stdin or a
+/// file); `strict` stops at the first error (non-zero exit).
+///
+/// Errors: the target's URL is not set or not readable by the client.
+pub fn client_command(client: Client, target: &str, script: &Path, strict: bool) -> Result<Command, String> {
+    let url = || {
+        let var = format!("REAPCHECK_{}_URL", target.to_uppercase());
+        std::env::var(&var).map_err(|_| format!("{var} is not set"))
+    };
+    let stdin = || std::fs::File::open(script).map_err(|e| format!("{}: {e}", script.display()));
+    let mut cmd;
+    match client {
+        Client::Sqlite3 => {
+            cmd = Command::new("sqlite3");
+            if strict {
+                cmd.arg("-bail");
+            }
+            cmd.arg(":memory:").stdin(stdin()?);
+        }
+        Client::Psql => {
+            cmd = Command::new("psql");
+            cmd.args(["-X", "-q"]);
+            if strict {
+                cmd.args(["-v", "ON_ERROR_STOP=1"]);
+            }
+            cmd.arg("-f").arg(script).arg(url()?).stdin(Stdio::null());
+        }
+        Client::Mariadb => {
+            let url = url()?;
+            let parsed = url::Url::parse(&url).map_err(|e| format!("REAPCHECK_{}_URL: {e}", target.to_uppercase()))?;
+            cmd = Command::new("mariadb");
+            cmd.args(["--batch", "--default-character-set=utf8mb4", "--protocol=TCP"]);
+            if !strict {
+                cmd.arg("--force");
+            }
+            cmd.arg("-h").arg(parsed.host_str().unwrap_or("127.0.0.1"));
+            cmd.arg("-P").arg(parsed.port().unwrap_or(3306).to_string());
+            let user = url::form_urlencoded::parse(parsed.username().as_bytes()).map(|(k, _)| k.into_owned()).next();
+            cmd.arg("-u").arg(user.unwrap_or_else(|| "root".to_owned()));
+            if let Some(password) = parsed.password() {
+                let password: String = url::form_urlencoded::parse(password.as_bytes()).map(|(k, _)| k.into_owned()).collect();
+                cmd.env("MYSQL_PWD", password);
+            }
+            let database = parsed.path().trim_start_matches('/');
+            if !database.is_empty() {
+                cmd.arg(database);
+            }
+            cmd.stdin(stdin()?);
+        }
+    }
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    Ok(cmd)
+}
+
+/// Runs `cmd` to its end; its wall time, or why it failed (its exit and
+/// the last lines of its stderr).
+pub fn timed(cmd: Command, what: &str) -> Result<Duration, String> {
+    timed_allowing(cmd, what, None)
+}
+
+/// The errors a client printed on stderr: sqlite3's `Runtime error` and
+/// `Parse error`, psql's `ERROR:`, mariadb's `ERROR <code>`.
+pub fn client_errors(stderr: &str) -> usize {
+    stderr
+        .lines()
+        .filter(|l| {
+            l.starts_with("Runtime error") || l.starts_with("Parse error") || l.contains(": ERROR:") || l.starts_with("ERROR ")
+        })
+        .count()
+}
+
+/// [`timed`], where a client that printed exactly `errors` errors (the
+/// statements that failed in reapcheck's run too) succeeded whatever its
+/// exit status.
+pub fn timed_allowing(mut cmd: Command, what: &str, errors: Option<usize>) -> Result<Duration, String> {
+    let start = Instant::now();
+    let out = cmd.output().map_err(|e| format!("{what}: cannot start: {e}"))?;
+    let took = start.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let expected = errors.is_none_or(|n| client_errors(&stderr) == n);
+    if expected && (out.status.success() || errors.is_some()) {
+        return Ok(took);
+    }
+    if let Some(n) = errors {
+        return Err(format!(
+            "{what}: {} errors where reapcheck's run had {n}: {}",
+            client_errors(&stderr),
+            crate::redact::text(&stderr.lines().take(5).collect::<Vec<_>>().join(" | "))
+        ));
+    }
+    let tail: Vec<&str> = stderr.lines().rev().take(5).collect();
+    let tail: Vec<&str> = tail.into_iter().rev().collect();
+    Err(format!("{what}: {}: {}", out.status, crate::redact::text(&tail.join(" | "))))
+}
+
+/// A child `reapcheck run --db <target>` with `extra` arguments (`--jobs
+/// 1`), its output discarded.
+pub fn run_command(settings: &Settings, target: &str, extra: &[&str]) -> Command {
+    let mut cmd = Command::new(&settings.exe);
+    cmd.args(["run", "--db", target, "--quiet"]).args(extra).args(&settings.run_args);
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+    cmd.env_remove(capture::CAPTURE_ENV);
+    cmd
+}
+
+/// The machine's load averages over 1, 5 and 15 minutes, as
+/// `/proc/loadavg` gives them (`?` elsewhere).
+pub fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|| "?".to_owned())
+}
+
+/// The number of CPUs this process may use.
+pub fn cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The median of `values` (the lower middle one of an even count).
+pub fn median<T: PartialOrd + Copy>(values: &[T]) -> Option<T> {
+    let mut v = values.to_vec();
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    v.get(v.len().saturating_sub(1) / 2).copied()
+}
+
+/// Seconds, two decimals.
+pub fn secs(d: Duration) -> String {
+    format!("{:.2}s", d.as_secs_f64())
+}
+
+/// Captures one pass of `target`, writes its script, and times the rounds;
+/// prints the target's lines. False when anything failed.
+pub fn compare_target(settings: &Settings, target: &str) -> bool {
+    let Some(client) = Client::for_target(target) else {
+        println!("{target}: not compared: bench --compare replays through sqlite3, psql and mariadb only");
+        return false;
+    };
+    let capture_file = settings.scripts.join(format!("{target}.jsonl"));
+    let script_file = settings.scripts.join(format!("{target}.sql"));
+    let _ = std::fs::remove_file(&capture_file);
+    let mut cmd = run_command(settings, target, &["--jobs", "1"]);
+    cmd.env(capture::CAPTURE_ENV, &capture_file);
+    if let Err(e) = timed(cmd, &format!("{target}: the capturing run")) {
+        println!("{target}: not compared: {e}");
+        return false;
+    }
+    let events = match read_capture(&capture_file) {
+        Ok(e) => e,
+        Err(e) => {
+            println!("{target}: not compared: {e}");
+            return false;
+        }
+    };
+    let (statements, failed) = counts(&events);
+    if let Err(e) = std::fs::write(&script_file, script(client, &events)) {
+        println!("{target}: not compared: {}: {e}", script_file.display());
+        return false;
+    }
+    let strict = failed == 0;
+    println!(
+        "{target}: {statements} statements ({failed} failed in reapcheck's run{}) in {}; {} rounds of {}, run --jobs 1, run",
+        if strict { "" } else { ", replayed too: the client goes on past errors" },
+        script_file.display(),
+        settings.rounds,
+        client.name()
+    );
+    let load_before = load_average();
+    let (mut times, mut ratios) = ([Vec::new(), Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
+    for round in 1..=settings.rounds {
+        let client_cmd = match client_command(client, target, &script_file, strict) {
+            Ok(c) => c,
+            Err(e) => {
+                println!("{target}: not compared: {e}");
+                return false;
+            }
+        };
+        let measured = [
+            timed_allowing(
+                client_cmd,
+                &format!("{target}: {} (round {round})", client.name()),
+                (!strict).then_some(failed),
+            ),
+            timed(run_command(settings, target, &["--jobs", "1"]), &format!("{target}: run --jobs 1 (round {round})")),
+            timed(run_command(settings, target, &[]), &format!("{target}: run (round {round})")),
+        ];
+        let mut round_times = [Duration::ZERO; 3];
+        for (i, m) in measured.into_iter().enumerate() {
+            match m {
+                Ok(d) => round_times[i] = d,
+                Err(e) => {
+                    println!("{target}: FAILED: {e}");
+                    return false;
+                }
+            }
+        }
+        for i in 0..3 {
+            times[i].push(round_times[i]);
+        }
+        let base = round_times[0].as_secs_f64().max(1e-9);
+        ratios[0].push(round_times[1].as_secs_f64() / base);
+        ratios[1].push(round_times[2].as_secs_f64() / base);
+    }
+    let ratio = |v: &[f64]| median(v).map_or_else(|| "-".to_owned(), |r| format!("{r:.2}x"));
+    let time = |v: &[Duration]| median(v).map_or_else(|| "-".to_owned(), secs);
+    let name = client.name();
+    println!(
+        "{target}: run --jobs 1 / {name}: {}   run / {name}: {}   (medians of {} per-round ratios)",
+        ratio(&ratios[0]),
+        ratio(&ratios[1]),
+        settings.rounds
+    );
+    println!(
+        "{target}: medians {name} {}   run --jobs 1 {}   run {}   (load average {load_before} before, {} after; {} CPUs)",
+        time(&times[0]),
+        time(&times[1]),
+        time(&times[2]),
+        load_average(),
+        cpus()
+    );
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scripts_end_each_statement_on_a_line_of_its_own() {
+        let sql = |s: &str| Event::Sql { sql: s.into(), returned: "changed 0".into() };
+        let events = vec![Event::Session, sql("SELECT 1 -- one"), Event::Session, sql("CREATE TRIGGER t BEGIN x; END")];
+        assert_eq!(script(Client::Sqlite3, &events), "SELECT 1 -- one\n;\n.open :memory:\nCREATE TRIGGER t BEGIN x; END\n;\n");
+        assert_eq!(
+            script(Client::Mariadb, &events),
+            "-- reapcheck opened a session here\nSELECT 1 -- one\n;\n-- reapcheck opened a session here\n\
+             DELIMITER $$rc$$\nCREATE TRIGGER t BEGIN x; END\n$$rc$$\nDELIMITER ;\n"
+        );
+        assert_eq!(counts(&events), (2, 0));
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median::<f64>(&[]), None);
+    }
+}
