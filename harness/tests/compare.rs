@@ -1,0 +1,89 @@
+//! `reapcheck bench --compare` (issue 22, item 7): the captured script of a
+//! few scenarios replays through `sqlite3` with the rows reapcheck saw
+//! changed, and the command prints its ratio lines in the documented
+//! format (docs/performance.md). Never a ratio or a time asserted.
+
+mod common;
+
+use std::process::Command;
+
+use common::{Scratch, clean_run, stderr, stdout};
+
+const SCENARIOS: &str = "grace/floor,grace/never-beat,leases/";
+
+#[test]
+fn the_captured_script_replays_through_sqlite3_with_the_rows_reapcheck_saw() {
+    let dir = Scratch::new("compare", "replay");
+    let out = dir.path("out");
+    let args = ["bench", "--compare", "--rounds", "1", "--db", "sqlite", "--only", SCENARIOS, "--scripts"];
+    let o = clean_run(&dir.0, &[&args[..], &[out.to_str().unwrap()]].concat());
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let events = reapcheck::compare::read_capture(&out.join("sqlite.jsonl")).expect("a capture");
+    let sql: Vec<(String, String)> = events
+        .into_iter()
+        .filter_map(|e| match e {
+            reapcheck::compare::capture::Event::Sql { sql, returned } => Some((sql, returned)),
+            reapcheck::compare::capture::Event::Session => None,
+        })
+        .collect();
+    assert!(sql.len() > 50, "a few scenarios' statements: {}", sql.len());
+    // `.changes on`: sqlite3 prints the rows changed after each statement
+    // that succeeds, so one line per statement that did for reapcheck.
+    let script = format!(".changes on\n{}", std::fs::read_to_string(out.join("sqlite.sql")).unwrap());
+    let replay = Command::new("sqlite3")
+        .arg(":memory:")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            child.stdin.take().unwrap().write_all(script.as_bytes())?;
+            child.wait_with_output()
+        })
+        .expect("sqlite3 runs (apt-get install sqlite3)");
+    let printed = String::from_utf8_lossy(&replay.stdout);
+    let changes: Vec<u64> = printed
+        .lines()
+        .filter_map(|l| l.strip_prefix("changes: "))
+        .map(|l| l.split_whitespace().next().unwrap().parse().unwrap())
+        .collect();
+    let succeeded: Vec<&(String, String)> = sql.iter().filter(|(_, r)| r != "failed").collect();
+    let failed = sql.len() - succeeded.len();
+    assert_eq!(
+        reapcheck::compare::client_errors(&String::from_utf8_lossy(&replay.stderr)),
+        failed,
+        "the client fails where reapcheck's run did, nowhere else: {}",
+        String::from_utf8_lossy(&replay.stderr)
+    );
+    assert_eq!(changes.len(), succeeded.len(), "one statement executed by the client for each of reapcheck's");
+    let mut compared = 0;
+    for ((sql, returned), n) in succeeded.iter().zip(&changes) {
+        let verb = sql.trim_start().split_whitespace().next().unwrap_or("").to_ascii_uppercase();
+        if ["INSERT", "UPDATE", "DELETE"].contains(&verb.as_str()) && returned.starts_with("changed ") {
+            assert_eq!(format!("changed {n}"), *returned, "{sql}");
+            compared += 1;
+        }
+    }
+    assert!(compared > 20, "row counts compared: {compared}");
+}
+
+#[test]
+fn compare_prints_its_ratio_lines_in_the_documented_format() {
+    let dir = Scratch::new("compare", "format");
+    let out = dir.path("out");
+    let args = ["bench", "--compare", "--rounds", "1", "--db", "sqlite", "--only", "grace/floor", "--scripts"];
+    let o = clean_run(&dir.0, &[&args[..], &[out.to_str().unwrap()]].concat());
+    let text = stdout(&o);
+    assert!(o.status.success(), "{text}{}", stderr(&o));
+    let ratio = regex::Regex::new(
+        r"(?m)^sqlite: run --jobs 1 / sqlite3: \d+\.\d\dx   run / sqlite3: \d+\.\d\dx   \(medians of 1 per-round ratios\)$",
+    )
+    .unwrap();
+    assert!(ratio.is_match(&text), "{text}");
+    let times = regex::Regex::new(
+        r"(?m)^sqlite: medians sqlite3 \d+\.\d\ds   run --jobs 1 \d+\.\d\ds   run \d+\.\d\ds   \(load average \S+ \S+ \S+ before, \S+ \S+ \S+ after; \d+ CPUs\)$",
+    )
+    .unwrap();
+    assert!(times.is_match(&text), "{text}");
+}
