@@ -33,7 +33,19 @@ pub struct SqlEngine<'a> {
     setup_transaction: bool,
     /// Whether that transaction is open now.
     in_transaction: bool,
+    /// Setup rows of one statement not sent yet: with the setup
+    /// transaction they go as one multi-row INSERT ([`SqlEngine::flush`]).
+    pending: Vec<Call>,
 }
+
+/// The most rows one setup INSERT carries: SQL Server's limit for a
+/// `VALUES` list.
+const MAX_BATCH_ROWS: usize = 1000;
+
+/// The most bound values one setup INSERT carries: under SQL Server's 2,100
+/// parameters (the lowest limit of the supported drivers; PostgreSQL and
+/// MySQL take 65,535, SQLite 32,766).
+const MAX_BATCH_BINDS: usize = 2000;
 
 impl<'a> SqlEngine<'a> {
     /// An engine running `dialect` on `conn` for tables of `schema`.
@@ -48,6 +60,7 @@ impl<'a> SqlEngine<'a> {
             tables_kept: false,
             setup_transaction: false,
             in_transaction: false,
+            pending: Vec::new(),
         }
     }
 
@@ -63,8 +76,13 @@ impl<'a> SqlEngine<'a> {
     /// phase, committed before the next other call (or by
     /// [`SqlEngine::settle`]). Without it every row is a commit of its own,
     /// which on PostgreSQL and MariaDB waits for the disk each time: a
-    /// 1,001-row scenario took 500 ms instead of 100 ms. Only setup is
-    /// grouped; every step runs as the queue would run it.
+    /// 1,001-row scenario took 500 ms instead of 100 ms. Within it,
+    /// consecutive rows of one statement are sent as one multi-row INSERT
+    /// when its SQL has the single-tuple shape ([`text::repeat_values`]; at
+    /// most [`MAX_BATCH_ROWS`] rows and [`MAX_BATCH_BINDS`] values each):
+    /// one round trip instead of one per row; the log still has an entry
+    /// per row. Only setup is grouped; every step runs as the queue would
+    /// run it.
     pub fn with_setup_transaction(mut self) -> Self {
         self.setup_transaction = true;
         self
@@ -75,6 +93,10 @@ impl<'a> SqlEngine<'a> {
     ///
     /// Errors: the commit failed.
     pub async fn settle(&mut self, ok: bool) -> Result<(), EngineError> {
+        if ok {
+            self.flush().await?;
+        }
+        self.pending.clear();
         if !std::mem::take(&mut self.in_transaction) {
             return Ok(());
         }
@@ -307,8 +329,92 @@ fn failed(statement: &'static str, e: BackendError) -> EngineError {
     EngineError { statement, kind: e.into() }
 }
 
+impl SqlEngine<'_> {
+    /// Whether `call` waits in [`SqlEngine::pending`]: a setup row of a
+    /// defined statement, inside the setup transaction.
+    fn defers(&self, call: &Call) -> bool {
+        matches!(call, Call::InsertJob(_) | Call::InsertLease(_))
+            && self.phase == Phase::Setup
+            && self.setup_transaction
+            && self.dialect.find(bindings(call).0, self.schema).is_some()
+    }
+
+    /// Sends the pending setup rows: one multi-row INSERT per
+    /// [`MAX_BATCH_ROWS`] / [`MAX_BATCH_BINDS`] when the statement's SQL
+    /// can be repeated ([`text::repeat_values`]), else one INSERT per row.
+    /// Each row is logged as sent; a failed batch logs each of its rows
+    /// failed, ends the transaction and returns the error.
+    async fn flush(&mut self) -> Result<(), EngineError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        // Every deferred row was a setup row, whatever phase has been
+        // marked since: logged as such (coverage skips checkpoint reads).
+        let phase = std::mem::replace(&mut self.phase, Phase::Setup);
+        let sent = self.send_pending().await;
+        self.phase = phase;
+        sent
+    }
+
+    /// [`SqlEngine::flush`]'s work, in the setup phase.
+    async fn send_pending(&mut self) -> Result<(), EngineError> {
+        let calls = std::mem::take(&mut self.pending);
+        let Some(first) = calls.first() else { return Ok(()) };
+        let name = bindings(first).0;
+        let statement = self.dialect.find(name, self.schema).expect("deferred calls have a statement");
+        let per_row = text::parameters(&statement.sql).len().max(1);
+        let size = MAX_BATCH_ROWS.min(MAX_BATCH_BINDS / per_row).max(1);
+        let repeatable = text::repeat_values(&statement.sql, 2).is_some();
+        for chunk in calls.chunks(if repeatable { size } else { 1 }) {
+            let result = if chunk.len() == 1 {
+                self.run(&chunk[0]).await.map(|_| ())
+            } else {
+                let sql = text::repeat_values(&statement.sql, chunk.len()).expect("the shape was checked");
+                let prepared = text::prepare(&sql, self.conn.placeholders());
+                let rows: Vec<_> = chunk.iter().map(|c| bindings(c).1).collect();
+                let values: Vec<Value> = prepared
+                    .binds
+                    .iter()
+                    .map(|b| {
+                        let (param, row) = b.rsplit_once("__").expect("repeat_values names every parameter");
+                        let row: usize = row.parse().expect("a row number");
+                        rows[row].iter().find(|(n, _)| *n == param).map(|(_, v)| v.clone()).expect("a bound parameter")
+                    })
+                    .collect();
+                self.conn.execute(&prepared.sql, &values).await.map(|_| ()).map_err(|e| failed(name, at(e, statement)))
+            };
+            if let Err(e) = result {
+                for call in chunk {
+                    let entry = self.entry(call, Returned::Failed(e.kind.to_string()));
+                    self.log.push(entry);
+                }
+                // The transaction is over (`settle(false)`, without its
+                // flush): the rows after this chunk are never sent.
+                if std::mem::take(&mut self.in_transaction) {
+                    let _ = self.conn.rollback().await;
+                }
+                return Err(e);
+            }
+            for call in chunk {
+                let entry = self.entry(call, Returned::Done);
+                self.log.push(entry);
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Engine for SqlEngine<'_> {
     async fn call(&mut self, call: Call) -> Result<Reply, EngineError> {
+        if self.defers(&call) {
+            if self.pending.first().is_some_and(|p| bindings(p).0 != bindings(&call).0) {
+                self.flush().await?;
+            }
+            self.group_setup(&call).await?;
+            self.pending.push(call);
+            return Ok(Reply::Done);
+        }
+        self.flush().await?;
         self.group_setup(&call).await?;
         if let Some(now) = call.now() {
             self.set_clock(now).await?;

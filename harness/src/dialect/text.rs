@@ -222,6 +222,108 @@ pub struct NamedBlock {
     pub sql: String,
 }
 
+/// `sql`, a single-row `INSERT ... VALUES (<tuple>) [suffix]`, rewritten to
+/// insert `rows` rows: the tuple repeated, each copy's `:name` parameters
+/// renamed `:name__<row>` (row from 0), comments dropped. `None` when `sql`
+/// is not of that shape: no single top-level `VALUES` followed by one
+/// parenthesised tuple, a parameter outside the tuple (an `ON DUPLICATE KEY
+/// UPDATE owner = :owner` would bind one row's value for all), or more
+/// than one command. For setup rows sent in one statement (issue 22); a
+/// statement of another shape is sent once per row.
+pub fn repeat_values(sql: &str, rows: usize) -> Option<String> {
+    let pieces: Vec<Piece> = pieces(sql)
+        .into_iter()
+        .filter(|p| !matches!(p, Piece::Opaque(s) if s.starts_with("--") || s.starts_with("/*")))
+        .collect();
+    // The piece and byte offset of the one top-level VALUES keyword.
+    let mut keyword = None;
+    for (index, piece) in pieces.iter().enumerate() {
+        if let Piece::Code(code) = piece {
+            for (at, _) in code.to_ascii_uppercase().match_indices("VALUES") {
+                let word = |b: Option<&u8>| b.is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_');
+                if !word(code.as_bytes().get(at + 6)) && (at == 0 || !word(code.as_bytes().get(at - 1))) {
+                    if keyword.is_some() {
+                        return None;
+                    }
+                    keyword = Some((index, at + 6));
+                }
+            }
+        }
+    }
+    let (index, after) = keyword?;
+    let Piece::Code(code) = pieces[index] else { return None };
+    let mut prefix = String::new();
+    for piece in &pieces[..index] {
+        match piece {
+            Piece::Code(s) | Piece::Opaque(s) => prefix.push_str(s),
+            Piece::Param(_) | Piece::Semicolon => return None,
+        }
+    }
+    prefix.push_str(&code[..after]);
+    // The tuple: from the first `(` after VALUES to its matching `)`, as
+    // pieces (the keyword's piece cut after the keyword).
+    let mut tail: Vec<Piece> = vec![Piece::Code(&code[after..])];
+    tail.extend_from_slice(&pieces[index + 1..]);
+    let mut tuple: Vec<Piece> = Vec::new();
+    let mut suffix = String::new();
+    let mut depth = 0usize;
+    let mut closed = false;
+    for piece in tail {
+        if closed {
+            match piece {
+                Piece::Code(s) | Piece::Opaque(s) => suffix.push_str(s),
+                Piece::Param(_) => return None,
+                Piece::Semicolon => suffix.push(';'),
+            }
+            continue;
+        }
+        let Piece::Code(s) = piece else {
+            if depth == 0 {
+                return None;
+            }
+            tuple.push(piece);
+            continue;
+        };
+        let mut from = 0;
+        for (i, c) in s.char_indices() {
+            match c {
+                '(' => depth += 1,
+                ')' if depth == 1 => {
+                    tuple.push(Piece::Code(&s[from..=i]));
+                    suffix.push_str(&s[i + 1..]);
+                    closed = true;
+                    break;
+                }
+                ')' => depth = depth.checked_sub(1)?,
+                c if depth == 0 && !c.is_whitespace() => return None,
+                _ => {}
+            }
+            if depth == 0 {
+                from = i + 1;
+            }
+        }
+        if !closed && depth > 0 {
+            tuple.push(Piece::Code(&s[from..]));
+        }
+    }
+    if !closed || suffix.trim().trim_end_matches(';').contains(';') || rows == 0 {
+        return None;
+    }
+    let mut out = prefix.trim_start().to_owned();
+    for row in 0..rows {
+        out.push_str(if row == 0 { " " } else { ",\n       " });
+        for piece in &tuple {
+            match piece {
+                Piece::Code(s) | Piece::Opaque(s) => out.push_str(s),
+                Piece::Param(name) => out.push_str(&format!(":{name}__{row}")),
+                Piece::Semicolon => return None,
+            }
+        }
+    }
+    out.push_str(suffix.trim_end().trim_end_matches(';'));
+    Some(out)
+}
+
 /// How many whole lines at the start of `sql` hold no SQL (blank, or a
 /// `--` comment): a statement's first line of SQL is that many lines after
 /// the one below its `-- name:` marker.
@@ -259,6 +361,31 @@ mod tests {
 
     const SQL: &str =
         "SELECT ':not', \"a:b\", x::text -- :nor\n FROM t /* :neither */ WHERE a = :id AND b < :now AND c = :id";
+
+    #[test]
+    fn a_single_row_insert_repeats_its_tuple_with_a_name_per_row() {
+        let sql = "-- the rows\nINSERT INTO t (a, b) -- why\nVALUES (:a, lower(:b)) ON CONFLICT DO NOTHING\n";
+        assert_eq!(
+            repeat_values(sql, 2).as_deref(),
+            Some("INSERT INTO t (a, b) \nVALUES (:a__0, lower(:b__0)),\n       (:a__1, lower(:b__1)) ON CONFLICT DO NOTHING")
+        );
+        let repeated = repeat_values(sql, 3).unwrap();
+        assert_eq!(parameters(&repeated).len(), 6, "{repeated}");
+        // A string holding VALUES or a parenthesis is text, not structure.
+        let quoted = "INSERT INTO t (a) VALUES (':x) VALUES (' || :a)";
+        assert_eq!(repeat_values(quoted, 2).as_deref(), Some("INSERT INTO t (a) VALUES (':x) VALUES (' || :a__0),\n       (':x) VALUES (' || :a__1)"));
+    }
+
+    #[test]
+    fn an_insert_of_another_shape_is_not_repeated() {
+        // A parameter outside the tuple would bind one row's value for all.
+        assert_eq!(repeat_values("INSERT INTO t (a) VALUES (:a) ON DUPLICATE KEY UPDATE a = :a", 2), None);
+        assert_eq!(repeat_values("INSERT INTO t (a) SELECT :a WHERE NOT EXISTS (SELECT 1)", 2), None);
+        assert_eq!(repeat_values("INSERT INTO t (a) VALUES (:a), (:a)", 2), None);
+        assert_eq!(repeat_values("INSERT INTO t (a) VALUES (:a); INSERT INTO u VALUES (:a)", 2), None);
+        assert_eq!(repeat_values("INSERT INTO t (a) VALUES (:a", 2), None);
+        assert_eq!(repeat_values("INSERT INTO t (values_seen) VALUES (:a)", 2).map(|s| parameters(&s).len()), Some(2));
+    }
 
     #[test]
     fn leading_blank_lines_counts_blank_and_comment_lines_only() {
