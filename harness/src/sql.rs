@@ -184,7 +184,7 @@ impl<'a> SqlEngine<'a> {
                     self.conn.execute(&prepared.sql, &values).await.map_err(|mut e| {
                         if let Some(start) = start {
                             e.message =
-                                format!("{} (in the command at {})", e.message, command_origin(statement, start));
+                                format!("{} (in the command at {})", e.message, command_origin(statement, &statement.sql, start));
                         }
                         failed(name, e)
                     })?;
@@ -266,9 +266,10 @@ impl<'a> SqlEngine<'a> {
 }
 
 /// `<file>:<line>` of the script command that starts `offset` bytes into
-/// `statement`'s SQL, whose first line of SQL is the line its origin names.
-fn command_origin(statement: &Statement, offset: usize) -> String {
-    let lines_before = statement.sql[..offset.min(statement.sql.len())].matches('\n').count();
+/// `sql`, `statement`'s SQL (or it with `{namespace}` filled in: the same
+/// lines), whose first line of SQL is the line its origin names.
+fn command_origin(statement: &Statement, sql: &str, offset: usize) -> String {
+    let lines_before = sql[..offset.min(sql.len())].matches('\n').count();
     let below_first = lines_before.saturating_sub(text::leading_blank_lines(&statement.sql));
     match statement.origin.rsplit_once(':').and_then(|(file, line)| Some((file, line.parse::<usize>().ok()?))) {
         Some((file, first)) => format!("{file}:{}", first + below_first),
@@ -309,9 +310,19 @@ pub async fn namespace_script_for(
         return Err(EngineError { statement: name, kind: EngineErrorKind::Database(why) });
     };
     let sql = statement.sql.replace(NAMESPACE_MARKER, namespace);
+    let mut cursor = 0;
     for command in text::commands_in(&sql, conn.grammar()) {
+        let start = sql[cursor..].find(command.trim_start()).map(|i| cursor + i);
+        if let Some(start) = start {
+            cursor = start + command.trim_start().len();
+        }
         let prepared = text::prepare(&command, conn.placeholders());
-        conn.execute(&prepared.sql, &[]).await.map_err(|e| failed(name, e))?;
+        conn.execute(&prepared.sql, &[]).await.map_err(|mut e| {
+            if let Some(start) = start {
+                e.message = format!("{} (in the command at {})", e.message, command_origin(statement, &sql, start));
+            }
+            failed(name, e)
+        })?;
     }
     Ok(())
 }

@@ -371,6 +371,13 @@ async fn on_mariadb_sigint_leaves_nothing_and_a_killed_runs_leftovers_are_remove
         run.signal(libc::SIGKILL);
         let (code, out) = run.finish();
         last = format!("{code:?}\n{out}");
+        // What the dead client left is what the server holds once its last
+        // statements (a lane's DROP DATABASE in flight) have ended.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while mariadb_busy(&db.url()).await > 0 {
+            assert!(Instant::now() < deadline, "the killed run's statements still run after 30 s");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         left = db.namespaces().await;
         if !left.is_empty() {
             break;
@@ -490,6 +497,24 @@ async fn pg_sleeping(url: &str) -> i64 {
         .fetch_one(&mut conn)
         .await
         .expect("pg_stat_activity");
+    let _ = conn.close().await;
+    n
+}
+
+/// How many sessions of the private MariaDB other than this one are
+/// running a statement now (a killed client's last statement, such as a
+/// `DROP DATABASE`, goes on running on the server after the client died).
+async fn mariadb_busy(url: &str) -> i64 {
+    use sqlx::{ConnectOptions, Connection};
+    let options: sqlx::mysql::MySqlConnectOptions = url.parse().expect("a url");
+    let mut conn = options.connect().await.expect("the private server answers");
+    let n: i64 = sqlx::query_scalar(
+        "SELECT CAST(count(*) AS SIGNED) FROM information_schema.processlist \
+         WHERE id <> CONNECTION_ID() AND command NOT IN ('Sleep', 'Daemon') AND user <> 'system user'",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .expect("the processlist");
     let _ = conn.close().await;
     n
 }

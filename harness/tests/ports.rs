@@ -313,13 +313,15 @@ fn check_errors(dir: &Path) -> String {
 fn a_bad_profile_is_refused_at_file_line_and_column() {
     let dir = sqlite_copy("bad-key", Some("# port\n[time_resolution]\nvalue = \"1s\"\nwhy = \"x\"\n"), |_, t| t);
     let err = check_errors(&dir);
-    assert!(err.contains("error: sqlite/dialect.toml:4:1: unknown field `why`"), "{err}");
+    // Named as scenario files are: the path as given (absolute here).
+    let toml = |dir: &Path| dir.join("sqlite/dialect.toml").display().to_string();
+    assert!(err.contains(&format!("error: {}:4:1: unknown field `why`", toml(&dir))), "{err}");
     let dir = sqlite_copy("bad-feature", Some("features = { value = [\"cron\"], reason = \"x\" }\n"), |_, t| t);
     let err = check_errors(&dir);
-    assert!(err.contains("error: sqlite/dialect.toml:1:23: unknown variant `cron`"), "{err}");
+    assert!(err.contains(&format!("error: {}:1:23: unknown variant `cron`", toml(&dir))), "{err}");
     let dir = sqlite_copy("no-reason", Some("hook_order = { value = \"unordered\" }\n"), |_, t| t);
     let err = check_errors(&dir);
-    assert!(err.contains("error: sqlite/dialect.toml:1:") && err.contains("missing field `reason`"), "{err}");
+    assert!(err.contains(&format!("error: {}:1:", toml(&dir))) && err.contains("missing field `reason`"), "{err}");
 }
 
 #[test]
@@ -328,10 +330,11 @@ fn a_feature_declared_absent_but_defined_or_present_but_missing_names_both() {
     let dir = sqlite_copy("absent-defined", Some(without_leases), |_, t| t);
     let err = check_errors(&dir);
     assert!(
-        err.contains("sqlite/leases.sql:")
-            && err.contains(
-                "statement `lease_acquire` belongs to feature `leases`, which sqlite/dialect.toml declares absent"
-            ),
+        err.contains(&format!("{}:", dir.join("sqlite/leases.sql").display()))
+            && err.contains(&format!(
+                "statement `lease_acquire` belongs to feature `leases`, which {} declares absent",
+                dir.join("sqlite/dialect.toml").display()
+            )),
         "{err}"
     );
     let dir = sqlite_copy("present-missing", None, |file, t| if file == "leases.sql" { String::new() } else { t });
@@ -645,7 +648,10 @@ fn the_dbsched_port_without_grace_off_never_is_refused() {
         .expect("the copy keeps claim_window")
         + 3;
     let err = check_errors(&dir);
-    let at = format!("error: sqlite/dialect.toml:{line}:10: `claim_window = none` with `grace_off = allowed`");
+    let at = format!(
+        "error: {}:{line}:10: `claim_window = none` with `grace_off = allowed`",
+        dir.join("sqlite/dialect.toml").display()
+    );
     assert!(err.contains(&at) && err.contains("could never be reclaimed"), "{err}");
     // Nothing else: a refused profile declares no features, so no
     // statement is reported missing for the reference's.

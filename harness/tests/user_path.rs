@@ -211,20 +211,26 @@ fn a_failure_names_its_sql_by_a_path_that_opens_where_the_command_ran_and_says_h
 
 /// SIGINT while a sqlite case is in flight, as `harness/tests/interrupt.rs`
 /// interrupts runs: the binary's stdout is read line by line and the signal
-/// is sent once a given case has printed. One scenario (`b-slow`, 30,000
-/// stale jobs) keeps sqlite busy for seconds, so the signal lands while it
-/// runs, whatever the machine's speed; the cases after it never start.
+/// is sent once a given case has printed. One scenario (`b-slow`, 9,900
+/// stale jobs read back after each of 30 reaps) keeps sqlite busy for
+/// seconds, so the signal lands while it runs, whatever the machine's
+/// speed; the cases after it never start.
 #[cfg(unix)]
 #[test]
 fn an_interrupted_run_says_coverage_was_not_judged_instead_of_listing_statements() {
     let set = Scratch::new("user_path", "interrupted");
     std::fs::write(set.0.join("a-fast.yaml"), IDLE).expect("written");
-    let many = "description: many stale jobs, so that sqlite is busy when the run is interrupted\n\
-                classes:\n  Work: { timeout: 300 }\njobs:\n\
-                - { id: j, count: 10000, class: Work, status: processing, attempts: 1, claimed: -2h }\n\
-                - { id: k, count: 10000, class: Work, status: processing, attempts: 1, claimed: -2h }\n\
-                - { id: l, count: 10000, class: Work, status: processing, attempts: 1, claimed: -2h }\n\
-                steps: [ reap ]\n";
+    // Within the limits `check` enforces (10,000 rows; docs/scenario-format.md),
+    // busy for seconds: every one of its 30 steps reads the 9,900 rows back.
+    let many = format!(
+        "description: many stale jobs, so that sqlite is busy when the run is interrupted\n\
+         classes:\n  Work: {{ timeout: 300 }}\njobs:\n\
+         - {{ id: j, count: 3300, class: Work, status: processing, attempts: 1, claimed: -2h }}\n\
+         - {{ id: k, count: 3300, class: Work, status: processing, attempts: 1, claimed: -2h }}\n\
+         - {{ id: l, count: 3300, class: Work, status: processing, attempts: 1, claimed: -2h }}\n\
+         steps: [ {} ]\n",
+        vec!["reap"; 30].join(", ")
+    );
     std::fs::write(set.0.join("b-slow.yaml"), many).expect("written");
     std::fs::write(set.0.join("c-fast.yaml"), IDLE).expect("written");
     // Its own scenarios first, then the corpus: run to the end, coverage would pass.
