@@ -127,7 +127,7 @@ pub fn junit(records: &[CaseRecord], interrupted: Option<&str>, code: &[(String,
 
 /// One line per target: its server and its counts; first, when the run was
 /// `interrupted` by a signal, a line saying the counts are incomplete.
-pub fn summary(records: &[CaseRecord], interrupted: Option<&str>) -> String {
+pub fn summary(records: &[CaseRecord], interrupted: Option<&str>, code: &[(String, String)]) -> String {
     let mut out = String::new();
     if let Some(signal) = interrupted {
         out.push_str(&format!("INCOMPLETE: interrupted by {signal}; the cases it did not run are skipped\n"));
@@ -138,7 +138,8 @@ pub fn summary(records: &[CaseRecord], interrupted: Option<&str>) -> String {
         let failed = count(|v| matches!(v, Verdict::Fail(_)));
         let skipped = count(|v| matches!(v, Verdict::Skipped(_)));
         let server = &cases[0].server;
-        out.push_str(&format!("{target} [{server}]: {passed} passed, {failed} failed, {skipped} skipped\n"));
+        let ran = code.iter().find(|(t, _)| t == target).map_or(String::new(), |(_, c)| format!("; ran {c}"));
+        out.push_str(&format!("{target} [{server}]: {passed} passed, {failed} failed, {skipped} skipped{ran}\n"));
     }
     out
 }
@@ -172,7 +173,7 @@ pub fn write(dir: &Path, records: &[CaseRecord], run: &outcomes::RunInfo) -> std
     let matrix = matrix::Matrix::new(std::slice::from_ref(&leg));
     let files = [
         ("junit.xml", junit(records, run.interrupted.as_deref(), &run.code)),
-        ("summary.txt", summary(records, run.interrupted.as_deref())),
+        ("summary.txt", summary(records, run.interrupted.as_deref(), &run.code)),
         (outcomes::FILE_NAME, leg.to_json()),
         ("matrix.html", html::render(&matrix, &[])),
         ("summary.md", markdown::render(&matrix, &[])),
@@ -272,10 +273,11 @@ mod tests {
         );
         assert_eq!(xml.matches("<property name=\"rerun\"").count(), 1, "only the failure has one: {xml}");
         assert!(!xml.contains("[sqlite 1.0]"), "the server version is no part of a test's identity: {xml}");
+        let code = [("postgres".to_owned(), "builtin postgres sha256:0; reference policy".to_owned())];
         assert_eq!(
-            summary(&records, None),
+            summary(&records, None, &code),
             "mssql [not reached]: 0 passed, 0 failed, 1 skipped\n\
-             postgres [postgres 1.0]: 0 passed, 1 failed, 0 skipped\n\
+             postgres [postgres 1.0]: 0 passed, 1 failed, 0 skipped; ran builtin postgres sha256:0; reference policy\n\
              sqlite [sqlite 1.0]: 1 passed, 0 failed, 0 skipped\n"
         );
         assert_eq!(
@@ -356,7 +358,7 @@ mod tests {
         let xml = junit(&records, Some("SIGINT"), &[]);
         assert!(xml.contains("<property name=\"interrupted\" value=\"SIGINT\"/>"), "{xml}");
         assert_eq!(
-            summary(&records, Some("SIGTERM")),
+            summary(&records, Some("SIGTERM"), &[]),
             "INCOMPLETE: interrupted by SIGTERM; the cases it did not run are skipped\n\
              sqlite [sqlite 1.0]: 1 passed, 0 failed, 1 skipped\n"
         );

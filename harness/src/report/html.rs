@@ -46,7 +46,7 @@ td.skipped{background:#eee;color:#777}
 td.none{background:#fff}
 td.selected{outline:3px solid #225}
 #detail{border:1px solid #888;margin-top:1em;padding:.5em 1em;min-height:2em}
-body.js{margin-right:calc(var(--pane) + 2em);--pane:min(45vw,720px)}
+body.js{margin-right:calc(var(--pane) + 2em);--pane:14em}body.js.open{--pane:min(38vw,640px)}
 body.js #detail{position:fixed;top:0;right:0;bottom:0;width:var(--pane);box-sizing:border-box;margin:0;overflow:auto;background:#fff;box-shadow:-2px 0 6px #0003}
 @media (max-width:800px){body.js{margin-right:1em}body.js #detail{position:static;width:auto;box-shadow:none}}
 #detail h2{font-size:1.1em}
@@ -64,6 +64,7 @@ const SCRIPT: &str = r#"
   function show(cell){
     document.querySelectorAll('td.selected').forEach(function(c){c.classList.remove('selected');});
     cell.classList.add('selected');
+    document.body.classList.add('open');
     var src=document.getElementById('d'+cell.id.slice(1));
     detail.innerHTML=src?src.innerHTML:'';
     detail.scrollTop=0;
@@ -112,7 +113,19 @@ pub fn render(matrix: &Matrix, problems: &[Problem]) -> String {
         text(&title)
     );
     let _ = writeln!(out, "<h1>{}</h1>", text(&title));
-    let _ = writeln!(out, "<div class=\"counts\" id=\"counts\">{}</div>", counts(&matrix.counts()));
+    // The model's cases apart from the databases' (never added together).
+    let (mut model, mut targets) = (Counts::default(), Counts::default());
+    for (col, cell) in matrix.rows.iter().flat_map(|r| matrix.columns.iter().zip(&r.cells)) {
+        if let Some(case) = cell {
+            if col.target == "model" { &mut model } else { &mut targets }.add(case.result);
+        }
+    }
+    let _ = writeln!(
+        out,
+        "<div class=\"counts\" id=\"counts\">targets: {} <small>model: {}</small></div>",
+        counts(&targets),
+        counts(&model)
+    );
     out.push_str("<ul class=\"legs\">\n");
     for l in &matrix.legs {
         let servers: Vec<String> = matrix
@@ -319,6 +332,9 @@ mod tests {
         assert!(html.contains("reapcheck run --db postgres --exact grace/a"), "{html}");
         assert!(!html.contains("http://") && !html.contains("https://"), "no network: {html}");
         assert!(html.contains("<select id=\"status\">") && html.contains("<input id=\"name\""));
+        // The header counts the databases' cases apart from the model's.
+        assert!(html.contains("targets: <span class=\"pass\">0 pass</span>"), "{html}");
+        assert!(html.contains("<small>model: <span class=\"pass\">1 pass</span>"), "{html}");
         // One leg: its name heads no column; with two, every column names its leg.
         assert!(html.contains(">postgres<br><small>postgres 1.0</small></th>"), "{html}");
         let two = [leg("pg <15>", &[("grace/a", "postgres", Pass, "h")]), leg("lite", &[("grace/a", "sqlite", Pass, "h")])];

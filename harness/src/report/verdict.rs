@@ -201,7 +201,7 @@ fn different_code(legs: &[LegOutcomes], push: &mut impl FnMut(&str, ProblemKind,
                     &leg.leg,
                     ProblemKind::CorpusMismatch,
                     format!(
-                        "leg `{}` ran {} with {} but leg `{seen_leg}` ran it with {code}: run every leg from the same dialects folder",
+                        "leg `{}` ran {} with {} but leg `{seen_leg}` ran it with {code}: run every leg on the same SQL and policy (the hash covers the dialect folder's files: one changed byte differs)",
                         leg.leg, t.target, t.code
                     ),
                 ),
