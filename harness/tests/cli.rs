@@ -195,6 +195,11 @@ fn unknown_targets_and_empty_selections_are_invalid_input() {
     let o = reapcheck(&["run", "no-such-scenario"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("nothing would run"));
+    assert!(!stderr(&o).contains("did you mean"), "nothing is that close: {}", stderr(&o));
+    // A typo gets the name it was close to.
+    let o = reapcheck(&["run", "grace/recent-beet"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("nothing would run; did you mean `grace/recent-beat`?"), "{}", stderr(&o));
 }
 
 #[test]

@@ -226,6 +226,23 @@ fn shown(set: &ScenarioSet) -> String {
 }
 
 
+/// `: did you mean \`grace/recent-beat\`?` for the known scenario name
+/// closest to a filter that matched nothing (at most a fifth of its
+/// characters, and at least two, edited); empty when none is that close.
+pub fn did_you_mean(filters: &[String], known: &[LoadedScenario]) -> String {
+    let mut best: Option<(usize, &str)> = None;
+    for filter in filters {
+        let filter = filter.trim_end_matches(".yaml");
+        for s in known {
+            let distance = strsim::levenshtein(filter, &s.name);
+            if distance <= (filter.chars().count() / 5).max(2) && best.is_none_or(|(d, _)| distance < d) {
+                best = Some((distance, &s.name));
+            }
+        }
+    }
+    best.map_or(String::new(), |(_, name)| format!("; did you mean `{name}`?"))
+}
+
 /// Prints each error on its own line to standard error.
 pub fn report<E: std::fmt::Display>(errors: &[E]) {
     for e in errors {

@@ -269,10 +269,12 @@ pub fn run(args: RunArgs) -> ExitCode {
     }
     let scenarios = match args.inputs.scenarios(&args.filters, args.exact) {
         Ok(s) if s.is_empty() => {
+            let known = args.inputs.scenarios(&[], false).unwrap_or_default();
             return invalid(format!(
-                "no scenario in {} matches {:?}: nothing would run",
+                "no scenario in {} matches {:?}: nothing would run{}",
                 args.inputs.scenarios_shown(),
-                args.filters
+                args.filters,
+                super::inputs::did_you_mean(&args.filters, &known)
             ));
         }
         Ok(s) => s,
