@@ -111,6 +111,23 @@ pub(super) async fn bounded<T>(session: Option<Session>, statement: impl Future<
     Some(done)
 }
 
+/// [`bounded`] on a connection marked `busy` while `statement` runs: one
+/// given up, or whose future is dropped before it ends, leaves the
+/// connection `busy`, so it is never pooled or reused again.
+///
+/// Errors: the statement's own, or [`super::BackendError::timed_out`] once
+/// the limit passed.
+pub(super) async fn bounded_busy<T>(
+    busy: &mut bool,
+    session: Option<Session>,
+    statement: impl Future<Output = Result<T, super::BackendError>>,
+) -> Result<T, super::BackendError> {
+    *busy = true;
+    let done = bounded(session, statement).await.ok_or_else(super::BackendError::timed_out)?;
+    *busy = false;
+    done
+}
+
 /// Cancels, on their servers, the statements running now; returns how
 /// many it asked to cancel. Does not wait for the cancels ([`settle`]).
 /// With `all` false, only those that started before the first signal

@@ -251,7 +251,7 @@ impl MssqlConn {
         let client = &mut self.client;
         let transient = |e: &tiberius::error::Error| retry::may_retry(sql) && retry::mssql_transient(e);
         let running = retry::retrying(transient, async || client.simple_query(sql).await?.into_results().await);
-        bounded(&mut self.busy, async { running.await.map_err(error) }).await
+        super::cancel::bounded_busy(&mut self.busy, None, async { running.await.map_err(error) }).await
     }
 
     /// Runs one command; returns the rows it changed (retried as
@@ -264,7 +264,7 @@ impl MssqlConn {
         let values = values(params)?;
         let client = &mut self.client;
         let running = retry::retrying(retry::mssql_transient, async || query_of(sql, &values).execute(client).await);
-        let done = bounded(&mut self.busy, async { running.await.map_err(error) }).await?;
+        let done = super::cancel::bounded_busy(&mut self.busy, None, async { running.await.map_err(error) }).await?;
         Ok(done.total())
     }
 
@@ -278,7 +278,7 @@ impl MssqlConn {
         let query = bound(sql, params)?;
         let client = &mut self.client;
         let running = async { query.query(client).await.map_err(error)?.into_first_result().await.map_err(error) };
-        let rows = bounded(&mut self.busy, running).await?;
+        let rows = super::cancel::bounded_busy(&mut self.busy, None, running).await?;
         rows.iter().map(|r| decode_row(r, columns)).collect()
     }
 
@@ -290,19 +290,6 @@ impl MssqlConn {
         }
         let _ = self.client.close().await;
     }
-}
-
-/// Runs `statement` under the client-side time limit
-/// (`crate::deadline::client_limit`); one given up, or whose future is
-/// dropped, leaves the connection `busy`.
-async fn bounded<T>(
-    busy: &mut bool,
-    statement: impl Future<Output = Result<T, BackendError>>,
-) -> Result<T, BackendError> {
-    *busy = true;
-    let done = super::cancel::bounded(None, statement).await.ok_or_else(BackendError::timed_out)?;
-    *busy = false;
-    done
 }
 
 /// The product and version of the server at `url`, such as

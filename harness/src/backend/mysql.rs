@@ -307,20 +307,6 @@ impl MySqlConn {
         id.map_err(|e| self.secret.error(e))
     }
 
-    /// Runs `statement` under the time limit (`cancel::bounded`); a
-    /// statement given up, or whose future is dropped, leaves the session
-    /// `busy`.
-    async fn bounded<T>(
-        busy: &mut bool,
-        cancel: Option<CancelSession>,
-        statement: impl Future<Output = Result<T, BackendError>>,
-    ) -> Result<T, BackendError> {
-        *busy = true;
-        let done = cancel::bounded(cancel, statement).await.ok_or_else(BackendError::timed_out)?;
-        *busy = false;
-        done
-    }
-
     /// The server's `VERSION()` text.
     async fn version(&mut self) -> Result<String, BackendError> {
         // A trivial probe, the one SQL text not taken from a dialect file.
@@ -388,7 +374,7 @@ impl MySqlConn {
                 Some(args) => sqlx::query_with(sqlx::AssertSqlSafe(sql), args).execute(&mut *conn).await,
             })
         };
-        let done = Self::bounded(&mut self.busy, self.cancel.clone(), running).await?;
+        let done = cancel::bounded_busy(&mut self.busy, self.cancel.clone(), running).await?;
         Ok(done.map_err(|e| self.failure(e))?.rows_affected())
     }
 
@@ -402,7 +388,8 @@ impl MySqlConn {
         let args = arguments(params)?;
         let conn = &mut self.conn;
         let running = async { Ok(sqlx::query_with(sqlx::AssertSqlSafe(sql), args).fetch_all(&mut *conn).await) };
-        let rows = Self::bounded(&mut self.busy, self.cancel.clone(), running).await?.map_err(|e| self.failure(e))?;
+        let rows =
+            cancel::bounded_busy(&mut self.busy, self.cancel.clone(), running).await?.map_err(|e| self.failure(e))?;
         rows.iter().map(|r| decode(r, columns).map_err(|e| self.secret.scrub_error(e))).collect()
     }
 

@@ -361,21 +361,6 @@ async fn backend_pid(conn: &mut PgConnection, timeout: Duration) -> Result<i32, 
 }
 
 impl PgConn {
-    /// Runs `statement` on this session under the time limit
-    /// (`cancel::bounded`); a statement given up, or whose future is
-    /// dropped before it ends, leaves the session `busy`, so it is never
-    /// pooled again.
-    async fn bounded<T>(
-        busy: &mut bool,
-        cancel: Option<CancelSession>,
-        statement: impl Future<Output = Result<T, BackendError>>,
-    ) -> Result<T, BackendError> {
-        *busy = true;
-        let done = cancel::bounded(cancel, statement).await.ok_or_else(BackendError::timed_out)?;
-        *busy = false;
-        done
-    }
-
     /// Forgets what an earlier scenario left on this connection: its
     /// prepared statements and its session settings.
     pub(super) async fn reset(&mut self) -> Result<(), BackendError> {
@@ -396,7 +381,7 @@ impl PgConn {
         // this undoes it.
         let conn = &mut self.conn;
         let resetting = async { Ok(sqlx::query("RESET ALL").persistent(false).execute(&mut **conn).await.map(drop)?) };
-        Self::bounded(&mut self.busy, self.cancel.clone(), resetting).await
+        cancel::bounded_busy(&mut self.busy, self.cancel.clone(), resetting).await
     }
 
     /// Binds instants as `encoding` says, forgetting the statements
@@ -437,7 +422,7 @@ impl PgConn {
         let running = retry::retrying(transient, async || {
             sqlx::query_with(sqlx::AssertSqlSafe(sql), args.clone()).execute(&mut **conn).await
         });
-        let done = Self::bounded(&mut self.busy, self.cancel.clone(), async { Ok(running.await?) }).await?;
+        let done = cancel::bounded_busy(&mut self.busy, self.cancel.clone(), async { Ok(running.await?) }).await?;
         Ok(done.rows_affected())
     }
 
@@ -453,7 +438,7 @@ impl PgConn {
         let running = retry::retrying(retry::pg_transient, async || {
             sqlx::query_with(sqlx::AssertSqlSafe(sql), args.clone()).fetch_all(&mut **conn).await
         });
-        let rows = Self::bounded(&mut self.busy, self.cancel.clone(), async { Ok(running.await?) }).await?;
+        let rows = cancel::bounded_busy(&mut self.busy, self.cancel.clone(), async { Ok(running.await?) }).await?;
         rows.iter().map(|r| decode(r, columns)).collect()
     }
 
