@@ -512,8 +512,7 @@ pub async fn run_logged(
     log.extend(engine.into_log());
     let ran = started.elapsed();
     let failure = run.as_ref().err().map(|e| &e.kind);
-    let reusable =
-        !abandoned && isolation::reusable(&mut acquired, failure, s.session_time_zone.is_some(), &log).await;
+    let reusable = !abandoned && isolation::reusable(&mut acquired, failure, s.session_time_zone.is_some(), &log).await;
     let namespace = acquired.lane.namespace.clone();
     let released = if abandoned {
         isolation::release_abandoned(server, dialect, acquired).await

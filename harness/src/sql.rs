@@ -183,8 +183,11 @@ impl<'a> SqlEngine<'a> {
                     let values = values_for(&prepared, &params);
                     self.conn.execute(&prepared.sql, &values).await.map_err(|mut e| {
                         if let Some(start) = start {
-                            e.message =
-                                format!("{} (in the command at {})", e.message, command_origin(statement, &statement.sql, start));
+                            e.message = format!(
+                                "{} (in the command at {})",
+                                e.message,
+                                command_origin(statement, &statement.sql, start)
+                            );
                         }
                         failed(name, e)
                     })?;
@@ -203,8 +206,11 @@ impl<'a> SqlEngine<'a> {
             Shape::Query(columns) => {
                 let prepared = text::prepare(&statement.sql, style);
                 let values = values_for(&prepared, &params);
-                let rows =
-                    self.conn.query(&prepared.sql, &values, columns).await.map_err(|e| failed(name, at(e, statement)))?;
+                let rows = self
+                    .conn
+                    .query(&prepared.sql, &values, columns)
+                    .await
+                    .map_err(|e| failed(name, at(e, statement)))?;
                 check_nulls(columns, &rows, absent_columns(call, &self.dialect.profile.policy))
                     .map_err(|e| decode(name, e))?;
                 let count = rows.len();

@@ -498,7 +498,8 @@ async fn a_mutant_that_recurses_forever_is_killed_by_the_time_limit() {
         let dialect = reapcheck::dialect::Dialect::load(&reapcheck::dialect::Source::Embedded, target).expect("loads");
         let sql = dialect.find("reap_scan", Schema::Standard).expect("a reap_scan").sql.clone();
         // The recursive step no longer moves towards its stop: it never ends.
-        let forever = "(WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n FROM r WHERE n > 0) SELECT count(*) FROM r) > 0";
+        let forever =
+            "(WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n FROM r WHERE n > 0) SELECT count(*) FROM r) > 0";
         assert!(sql.contains("WHERE status = 'processing'"), "{target}: {sql}");
         let mutated = sql.replace("WHERE status = 'processing'", &format!("WHERE status = 'processing' AND {forever}"));
         let mutant = dialect.with_sql("reap_scan", mutated);

@@ -524,11 +524,12 @@ async fn mariadb_sleeping(url: &str) -> i64 {
     use sqlx::{ConnectOptions, Connection};
     let options: sqlx::mysql::MySqlConnectOptions = url.parse().expect("a url");
     let mut conn = options.connect().await.expect("the private server answers");
-    let n: i64 =
-        sqlx::query_scalar("SELECT CAST(count(*) AS SIGNED) FROM information_schema.processlist WHERE state = 'User sleep'")
-            .fetch_one(&mut conn)
-            .await
-            .expect("the processlist");
+    let n: i64 = sqlx::query_scalar(
+        "SELECT CAST(count(*) AS SIGNED) FROM information_schema.processlist WHERE state = 'User sleep'",
+    )
+    .fetch_one(&mut conn)
+    .await
+    .expect("the processlist");
     let _ = conn.close().await;
     n
 }

@@ -185,7 +185,8 @@ async fn mariadb_sessions_stay_within_jobs() {
     // Test probes: a user of this test's own, so its sessions can be
     // counted apart from every other client's; dropped at the end.
     for host in ["%", "localhost", "127.0.0.1"] {
-        for sql in [format!("CREATE USER IF NOT EXISTS '{user}'@'{host}'"), format!("GRANT ALL ON *.* TO '{user}'@'{host}'")]
+        for sql in
+            [format!("CREATE USER IF NOT EXISTS '{user}'@'{host}'"), format!("GRANT ALL ON *.* TO '{user}'@'{host}'")]
         {
             sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&mut admin).await.expect("the user is made");
         }
@@ -204,7 +205,8 @@ async fn mariadb_sessions_stay_within_jobs() {
     let (most, done) = (Arc::new(AtomicI64::new(0)), Arc::new(AtomicBool::new(false)));
     let sampler = {
         let (most, done, count) = (most.clone(), done.clone(), count.clone());
-        let mut watcher = sqlx::mysql::MySqlConnectOptions::from_str(&url).expect("a url").connect().await.expect("watch");
+        let mut watcher =
+            sqlx::mysql::MySqlConnectOptions::from_str(&url).expect("a url").connect().await.expect("watch");
         tokio::spawn(async move {
             let mut sessions = async || -> i64 {
                 let counted = sqlx::query_scalar(sqlx::AssertSqlSafe(count.clone())).fetch_one(&mut watcher).await;

@@ -65,9 +65,8 @@ fn nodelay(fd: RawFd) -> bool {
     let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: `fd` is open (listed in /proc/self/fd and held by a live
     // connection), and `value`/`len` are a valid c_int buffer and its size.
-    let rc = unsafe {
-        libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, (&raw mut value).cast(), &raw mut len)
-    };
+    let rc =
+        unsafe { libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, (&raw mut value).cast(), &raw mut len) };
     assert_eq!(rc, 0, "getsockopt(TCP_NODELAY) on fd {fd}: {}", std::io::Error::last_os_error());
     value != 0
 }

@@ -267,10 +267,7 @@ fn the_html_matrix_opens_in_headless_chromium_and_a_click_shows_the_failure() {
     assert!(list.lines().nth(1).unwrap().contains(" on sqlite: reapcheck run --db sqlite --dialects "), "{list}");
     assert!(list.lines().last().unwrap().ends_with(" failed, 11 skipped"), "{list}");
     let md = std::fs::read_to_string(report.join("summary.md")).unwrap();
-    assert!(
-        md.contains("\n| mssql | not run | 0 | 0 | 0 | 11 | 0 |") && md.contains("### Failures ("),
-        "{md}"
-    );
+    assert!(md.contains("\n| mssql | not run | 0 | 0 | 0 | 11 | 0 |") && md.contains("### Failures ("), "{md}");
     assert!(std::fs::read_to_string(report.join("junit.xml")).unwrap().contains("<failure"));
     let json: Value = serde_json::from_str(&std::fs::read_to_string(report.join("outcomes.json")).unwrap()).unwrap();
     let cases = json["cases"].as_array().unwrap();

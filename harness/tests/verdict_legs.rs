@@ -62,7 +62,9 @@ fn a_filtered_leg_or_another_sql_fails_the_verdict_outside_the_repository() {
     // Per column: whose code ran, and counts of its own (the model's cases
     // are not added to the database's).
     let line = |target: &str| {
-        out.lines().find(|l| l.starts_with(&format!("    {target}"))).unwrap_or_else(|| panic!("no {target} line: {out}"))
+        out.lines()
+            .find(|l| l.starts_with(&format!("    {target}")))
+            .unwrap_or_else(|| panic!("no {target} line: {out}"))
     };
     let passed = |l: &str| l.split(": ").nth(1).and_then(|c| c.split(' ').next()).map(str::to_owned);
     assert!(line("sqlite").ends_with(&format!("; ran {code}")), "verdict shows whose code ran per column: {out}");

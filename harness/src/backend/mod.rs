@@ -142,7 +142,13 @@ impl Connection {
         match self {
             Connection::Postgres(c) => {
                 let reset = c.reset_settings().await;
-                capture::sent(Placeholders::Dollar, InstantEncoding::Native, "RESET ALL", &[], capture::Returned::Changed(0));
+                capture::sent(
+                    Placeholders::Dollar,
+                    InstantEncoding::Native,
+                    "RESET ALL",
+                    &[],
+                    capture::Returned::Changed(0),
+                );
                 reset.map(|()| true)
             }
             _ => Ok(false),

@@ -272,7 +272,11 @@ mod tests {
         let mut log = vec![entry(Phase::Setup)];
         for index in 0..steps {
             let now = Instant::MIN;
-            log.extend([entry(Phase::Step { index, now }), entry(Phase::Step { index, now }), entry(Phase::Checkpoint)]);
+            log.extend([
+                entry(Phase::Step { index, now }),
+                entry(Phase::Step { index, now }),
+                entry(Phase::Checkpoint),
+            ]);
         }
         log.push(entry(Phase::ReadBack));
         let (grouped, examined) = by_step(&log, steps);

@@ -225,7 +225,6 @@ fn shown(set: &ScenarioSet) -> String {
     }
 }
 
-
 /// `: did you mean \`grace/recent-beat\`?` for the known scenario name
 /// closest to a filter that matched nothing (at most a fifth of its
 /// characters, and at least two, edited); empty when none is that close.

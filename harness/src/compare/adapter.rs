@@ -24,7 +24,11 @@ pub fn case_times(junit: &str) -> BTreeMap<(String, String), f64> {
     let mut rest = junit;
     while let Some(m) = case.captures(rest) {
         let whole = m.get(0).expect("matched");
-        let body_end = if &m[4] == "/" { whole.end() } else { rest[whole.end()..].find("</testcase>").map_or(rest.len(), |n| whole.end() + n) };
+        let body_end = if &m[4] == "/" {
+            whole.end()
+        } else {
+            rest[whole.end()..].find("</testcase>").map_or(rest.len(), |n| whole.end() + n)
+        };
         let skipped = rest[whole.end()..body_end].contains("<skipped");
         if let (false, Ok(t)) = (skipped, m[3].parse::<f64>()) {
             out.insert((m[2].to_owned(), m[1].to_owned()), t);
@@ -43,7 +47,10 @@ pub fn compare_adapter(settings: &Settings, sql: &str) -> bool {
         println!("{adapter}: not compared: {e}");
         return false;
     }
-    println!("{adapter}: {} rounds of run --db {sql},{adapter} --jobs 1 (case times from its junit.xml)", settings.rounds);
+    println!(
+        "{adapter}: {} rounds of run --db {sql},{adapter} --jobs 1 (case times from its junit.xml)",
+        settings.rounds
+    );
     let load_before = load_average();
     let mut per_scenario: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let (mut sql_totals, mut adapter_totals) = (Vec::new(), Vec::new());

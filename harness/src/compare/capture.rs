@@ -113,7 +113,9 @@ pub fn render(style: Placeholders, encoding: InstantEncoding, sql: &str, params:
                 next += 1;
                 Some((next, 1))
             }
-            (Placeholders::QuestionNumbered, b'?') | (Placeholders::Dollar, b'$') => number(&sql[i + 1..]).map(|(n, len)| (n, len + 1)),
+            (Placeholders::QuestionNumbered, b'?') | (Placeholders::Dollar, b'$') => {
+                number(&sql[i + 1..]).map(|(n, len)| (n, len + 1))
+            }
             (Placeholders::AtP, b'@') if bytes.get(i + 1) == Some(&b'P') => {
                 number(&sql[i + 2..]).map(|(n, len)| (n, len + 2))
             }
@@ -251,7 +253,12 @@ mod tests {
         );
         let my = [Value::Text("a\\'b".into()), Value::Int(i64::MIN), at("2026-01-15T12:00:00Z")];
         assert_eq!(
-            render(Placeholders::Question, InstantEncoding::Native, "UPDATE t SET a = ?, b = '?\\'?' WHERE c = ? AND d < ?", &my),
+            render(
+                Placeholders::Question,
+                InstantEncoding::Native,
+                "UPDATE t SET a = ?, b = '?\\'?' WHERE c = ? AND d < ?",
+                &my
+            ),
             "UPDATE t SET a = 'a\\\\''b', b = '?\\'?' WHERE c = (-9223372036854775807 - 1) AND d < \
              CAST('2026-01-15 12:00:00.000000' AS DATETIME(6))"
         );

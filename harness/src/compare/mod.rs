@@ -160,7 +160,8 @@ pub fn client_command(client: Client, target: &str, script: &Path, strict: bool)
             let user = url::form_urlencoded::parse(parsed.username().as_bytes()).map(|(k, _)| k.into_owned()).next();
             cmd.arg("-u").arg(user.unwrap_or_else(|| "root".to_owned()));
             if let Some(password) = parsed.password() {
-                let password: String = url::form_urlencoded::parse(password.as_bytes()).map(|(k, _)| k.into_owned()).collect();
+                let password: String =
+                    url::form_urlencoded::parse(password.as_bytes()).map(|(k, _)| k.into_owned()).collect();
                 cmd.env("MYSQL_PWD", password);
             }
             let database = parsed.path().trim_start_matches('/');
@@ -186,7 +187,10 @@ pub fn client_errors(stderr: &str) -> usize {
     stderr
         .lines()
         .filter(|l| {
-            l.starts_with("Runtime error") || l.starts_with("Parse error") || l.contains(": ERROR:") || l.starts_with("ERROR ")
+            l.starts_with("Runtime error")
+                || l.starts_with("Parse error")
+                || l.contains(": ERROR:")
+                || l.starts_with("ERROR ")
         })
         .count()
 }
@@ -351,7 +355,10 @@ mod tests {
     fn scripts_end_each_statement_on_a_line_of_its_own() {
         let sql = |s: &str| Event::Sql { sql: s.into(), returned: "changed 0".into() };
         let events = vec![Event::Session, sql("SELECT 1 -- one"), Event::Session, sql("CREATE TRIGGER t BEGIN x; END")];
-        assert_eq!(script(Client::Sqlite3, &events), "SELECT 1 -- one\n;\n.open :memory:\nCREATE TRIGGER t BEGIN x; END\n;\n");
+        assert_eq!(
+            script(Client::Sqlite3, &events),
+            "SELECT 1 -- one\n;\n.open :memory:\nCREATE TRIGGER t BEGIN x; END\n;\n"
+        );
         assert_eq!(
             script(Client::Mariadb, &events),
             "-- reapcheck opened a session here\nSELECT 1 -- one\n;\n-- reapcheck opened a session here\n\

@@ -463,7 +463,10 @@ mod tests {
     fn an_origin_names_the_first_line_of_sql_in_a_path_that_opens() {
         // worker.sql: `-- name: claim` on line 4, a comment on 5, `UPDATE` on 6.
         let builtin = Dialect::load(&Source::Embedded, "sqlite").unwrap();
-        assert_eq!(builtin.find("claim", crate::scenario::Schema::Standard).unwrap().origin, "builtin:sqlite/worker.sql:6");
+        assert_eq!(
+            builtin.find("claim", crate::scenario::Schema::Standard).unwrap().origin,
+            "builtin:sqlite/worker.sql:6"
+        );
         // A blank statement (comments only) is named at its marker.
         let blank = builtin.find("create_namespace", crate::scenario::Schema::Standard).unwrap();
         assert_eq!(blank.origin, "builtin:sqlite/schema.sql:11");

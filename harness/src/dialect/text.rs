@@ -367,13 +367,18 @@ mod tests {
         let sql = "-- the rows\nINSERT INTO t (a, b) -- why\nVALUES (:a, lower(:b)) ON CONFLICT DO NOTHING\n";
         assert_eq!(
             repeat_values(sql, 2).as_deref(),
-            Some("INSERT INTO t (a, b) \nVALUES (:a__0, lower(:b__0)),\n       (:a__1, lower(:b__1)) ON CONFLICT DO NOTHING")
+            Some(
+                "INSERT INTO t (a, b) \nVALUES (:a__0, lower(:b__0)),\n       (:a__1, lower(:b__1)) ON CONFLICT DO NOTHING"
+            )
         );
         let repeated = repeat_values(sql, 3).unwrap();
         assert_eq!(parameters(&repeated).len(), 6, "{repeated}");
         // A string holding VALUES or a parenthesis is text, not structure.
         let quoted = "INSERT INTO t (a) VALUES (':x) VALUES (' || :a)";
-        assert_eq!(repeat_values(quoted, 2).as_deref(), Some("INSERT INTO t (a) VALUES (':x) VALUES (' || :a__0),\n       (':x) VALUES (' || :a__1)"));
+        assert_eq!(
+            repeat_values(quoted, 2).as_deref(),
+            Some("INSERT INTO t (a) VALUES (':x) VALUES (' || :a__0),\n       (':x) VALUES (' || :a__1)")
+        );
     }
 
     #[test]

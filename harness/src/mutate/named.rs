@@ -231,7 +231,8 @@ mod tests {
         let m = Mutant { id: "x", bug: "x", statements: &["complete"], pattern: "NO SUCH TEXT", replacement: "" };
         let e = apply(&dialect, &m).unwrap_err();
         assert!(
-            e.to_string().contains("named mutant `x` does not apply to sqlite's `complete` (builtin:sqlite/worker.sql:"),
+            e.to_string()
+                .contains("named mutant `x` does not apply to sqlite's `complete` (builtin:sqlite/worker.sql:"),
             "{e}"
         );
     }

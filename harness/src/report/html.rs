@@ -337,7 +337,8 @@ mod tests {
         assert!(html.contains("<small>model: <span class=\"pass\">1 pass</span>"), "{html}");
         // One leg: its name heads no column; with two, every column names its leg.
         assert!(html.contains(">postgres<br><small>postgres 1.0</small></th>"), "{html}");
-        let two = [leg("pg <15>", &[("grace/a", "postgres", Pass, "h")]), leg("lite", &[("grace/a", "sqlite", Pass, "h")])];
+        let two =
+            [leg("pg <15>", &[("grace/a", "postgres", Pass, "h")]), leg("lite", &[("grace/a", "sqlite", Pass, "h")])];
         let html = render(&Matrix::new(&two), &[]);
         assert!(html.contains(">pg &lt;15&gt;<br>postgres<br><small>postgres 1.0</small></th>"), "{html}");
     }

@@ -12,8 +12,8 @@
 use super::error::ScenarioErrorKind;
 use super::located::Position;
 use super::types::{Scenario, Step};
-use crate::outcome::Status;
 use super::validate::Problem;
+use crate::outcome::Status;
 
 /// The most job rows a scenario may set up, after `count` is expanded.
 pub const MAX_ROWS: usize = 10_000;
@@ -195,7 +195,9 @@ mod tests {
         let many_steps = errors(&scenario(1, 2_001, "reap"));
         assert_eq!(
             many_steps,
-            ["2006:5: the scenario has 2001 steps, more than the 2000 a scenario may have: split it into several scenarios"]
+            [
+                "2006:5: the scenario has 2001 steps, more than the 2000 a scenario may have: split it into several scenarios"
+            ]
         );
         let text = format!(
             "{}  - {{ id: k, count: 2, class: C }}\nsteps: []\n",
@@ -203,7 +205,9 @@ mod tests {
         );
         assert_eq!(
             errors(&text),
-            ["5:11: the jobs have 10001 rows, more than the 10000 a scenario may have: use fewer rows (a smaller `count`)"]
+            [
+                "5:11: the jobs have 10001 rows, more than the 10000 a scenario may have: use fewer rows (a smaller `count`)"
+            ]
         );
         // The 18 KB scenario of issue 24: 10,000 rows and 2,000 reaps.
         let heavy = errors(&scenario(10_000, 2_000, "reap"));
@@ -218,7 +222,9 @@ mod tests {
     #[test]
     fn long_names_are_refused_with_the_limit() {
         let id = "x".repeat(8_193);
-        let found = errors(&format!("description: x\nclasses: {{ C: {{}} }}\njobs:\n  - {{ id: {id}, class: C }}\nsteps: []\n"));
+        let found = errors(&format!(
+            "description: x\nclasses: {{ C: {{}} }}\njobs:\n  - {{ id: {id}, class: C }}\nsteps: []\n"
+        ));
         assert_eq!(found, ["4:11: the job id has 8193 bytes, more than the 8192 a scenario may have: shorten it"]);
     }
 }

@@ -18,8 +18,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::located::Position;
 use super::load::LoadedScenario;
+use super::located::Position;
 use super::types::{Schema, Step};
 use crate::dialect::Dialect;
 use crate::target::Target;
@@ -211,9 +211,8 @@ fn problems(
     }
     // A dialect whose set_time_zone is blank (SQLite's, SQL Server's) sets
     // no zone, so any zone fits it.
-    let sets_zone = dialect
-        .find("set_time_zone", loaded.scenario.schema)
-        .is_some_and(|s| !crate::dialect::text::is_blank(&s.sql));
+    let sets_zone =
+        dialect.find("set_time_zone", loaded.scenario.schema).is_some_and(|s| !crate::dialect::text::is_blank(&s.sql));
     if let Some(zone) = &loaded.scenario.session_time_zone
         && sets_zone
         && let Some(why) = unknown_zone(target, zone)
@@ -239,7 +238,8 @@ fn unknown_zone(target: Target, zone: &str) -> Option<String> {
             _ => return None,
         };
         let bound = if b[0] == b'+' { high } else { low };
-        return (total > bound).then(|| format!("the offset `{zone}` is outside the {range} the server takes: use an offset inside it"));
+        return (total > bound)
+            .then(|| format!("the offset `{zone}` is outside the {range} the server takes: use an offset inside it"));
     }
     let known = ZONES.lines().filter(|l| !l.starts_with('#')).any(|l| l.eq_ignore_ascii_case(zone));
     (!known).then(|| {
@@ -423,7 +423,12 @@ mod tests {
         let found = refused(&text, Target::Mariadb);
         assert_eq!(found.len(), 1, "{found:?}");
         assert!(found[0].starts_with("t.yaml:4:11: outside mariadb's limits: the lease name `key:kkk"), "{found:?}");
-        assert!(found[0].contains("has 300 bytes, more than job_leases.name holds (255, VARBINARY(255) at builtin:mysql/schema.sql:"), "{found:?}");
+        assert!(
+            found[0].contains(
+                "has 300 bytes, more than job_leases.name holds (255, VARBINARY(255) at builtin:mysql/schema.sql:"
+            ),
+            "{found:?}"
+        );
         assert!(found[0].contains("INSERT IGNORE would cut it to 255 bytes silently"), "{found:?}");
         assert!(refused(&LEASED.replace("KEY", &"k".repeat(251)), Target::Mariadb).is_empty());
         assert!(refused(&text, Target::Sqlite).is_empty());
@@ -438,15 +443,28 @@ mod tests {
         let found = refused(nul, Target::Postgres);
         assert_eq!(
             found,
-            ["t.yaml:4:11: outside postgres's limits: the job id `a\\0b` holds a NUL character, which PostgreSQL's text cannot store: remove it"]
+            [
+                "t.yaml:4:11: outside postgres's limits: the job id `a\\0b` holds a NUL character, which PostgreSQL's text cannot store: remove it"
+            ]
         );
         assert!(refused(nul, Target::Sqlite).is_empty());
-        let long = format!("description: x\nclasses: {{ C: {{}} }}\njobs:\n  - {{ id: a, class: C, queue: {} }}\nsteps: []\n", "q".repeat(2_705));
+        let long = format!(
+            "description: x\nclasses: {{ C: {{}} }}\njobs:\n  - {{ id: a, class: C, queue: {} }}\nsteps: []\n",
+            "q".repeat(2_705)
+        );
         let found = refused(&long, Target::Postgres);
         assert_eq!(found.len(), 1, "{found:?}");
-        assert!(found[0].contains("has 2705 bytes, more than the 2704 a PostgreSQL btree index entry holds (jobs.queue is an index key"), "{found:?}");
+        assert!(
+            found[0].contains(
+                "has 2705 bytes, more than the 2704 a PostgreSQL btree index entry holds (jobs.queue is an index key"
+            ),
+            "{found:?}"
+        );
         // A lease's owner is no index key.
-        let owner = format!("description: x\nleases: [ {{ name: n, owner: {}, expires: +1m }} ]\nsteps: []\n", "o".repeat(3_000));
+        let owner = format!(
+            "description: x\nleases: [ {{ name: n, owner: {}, expires: +1m }} ]\nsteps: []\n",
+            "o".repeat(3_000)
+        );
         assert!(refused(&owner, Target::Postgres).is_empty());
     }
 
@@ -455,7 +473,12 @@ mod tests {
         let text = |zone: &str| format!("description: x\nsession_time_zone: \"{zone}\"\nsteps: []\n");
         let found = refused(&text("Mars/Olympus_Mons"), Target::Postgres);
         assert_eq!(found.len(), 1, "{found:?}");
-        assert!(found[0].starts_with("t.yaml:2:20: outside postgres's limits: the time zone `Mars/Olympus_Mons` is not an IANA zone name"), "{found:?}");
+        assert!(
+            found[0].starts_with(
+                "t.yaml:2:20: outside postgres's limits: the time zone `Mars/Olympus_Mons` is not an IANA zone name"
+            ),
+            "{found:?}"
+        );
         assert!(refused(&text("Mars/Olympus_Mons"), Target::Sqlite).is_empty());
         assert!(refused(&text("America/New_York"), Target::Mariadb).is_empty());
         assert!(refused(&text("Australia/Lord_Howe"), Target::Postgres).is_empty());
