@@ -249,8 +249,13 @@ pub fn check(scenario: &Scenario, policy: &Policy, checkpoints: &[Outcome]) -> V
                         );
                     }
                 }
+                // Rule 5 judges reaps only: a re-taking claim that meets a
+                // busy lease is undone (a deferral, `attempts` back down),
+                // which is no retry; under `recovery = next_claim` the
+                // re-take itself ignores the limit (delayed_job's `reserve`).
                 let max_retries = job.max_retries.unwrap_or(class.max_retries);
-                if now_row.status == Status::Pending
+                if !retook
+                    && now_row.status == Status::Pending
                     && observed(Field::Attempts)
                     && policy.give_up == GiveUp::AfterRetries
                     && !rules::has_retry_left(policy, row.attempts, max_retries)
@@ -500,6 +505,25 @@ mod tests {
         // Under the reference the same change is a changed completed row.
         let rules: Vec<Rule> = check(&s, &Policy::default(), &states).iter().map(|v| v.rule).collect();
         assert_eq!(rules, vec![Rule::CompletedIsFinal]);
+    }
+
+    /// Found by `generated_cases_under_drawn_policies_break_no_invariant`:
+    /// under `recovery = next_claim` a claim re-takes a stale attempt whose
+    /// retries are spent, meets the dead attempt's own lease and defers.
+    /// The job is back to `pending`, but by a claim undone, not by a reap.
+    #[tokio::test]
+    async fn a_retaking_claim_that_defers_is_no_retry_past_the_limit() {
+        let s = scenario(
+            "description: x\nclasses: { R: { timeout: 300, exclusive: true, max_retries: 0 } }\n\
+             jobs: [ { id: a, class: R, status: processing, attempts: 1, claimed: -20m } ]\n\
+             leases: [ { name: \"job:R\", owner: a/1, expires: +2m } ]\n\
+             steps: [ { claim: a } ]\n",
+        );
+        let policy = Policy { recovery: crate::policy::Recovery::NextClaim, ..Policy::default() };
+        let states = checkpoints(&s, &policy).await;
+        let after = &states[1].jobs["a"];
+        assert_eq!((after.status, after.attempts), (Status::Pending, 1), "the claim re-took and deferred");
+        assert_eq!(check(&s, &policy, &states), vec![]);
     }
 
     #[tokio::test]
