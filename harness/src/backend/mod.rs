@@ -225,6 +225,9 @@ pub struct Server {
     /// What `crate::isolation::prove` found for each set of namespace
     /// scripts on this server, so that it runs once per server.
     proofs: tokio::sync::Mutex<std::collections::HashMap<u64, Proof>>,
+    /// Whether the server still answers (`cancel.rs`), shared with its
+    /// pool and connections.
+    answering: cancel::Answering,
 }
 
 /// Whether a dialect's namespace scripts did what they must on a server
@@ -258,7 +261,34 @@ enum ServerKind {
 
 impl Server {
     fn new(kind: ServerKind) -> Server {
-        Server { kind, lanes: lanes::Lanes::default(), proofs: Default::default() }
+        let answering = match &kind {
+            ServerKind::Postgres(s) => s.answering().clone(),
+            ServerKind::MySql { server, .. } => server.answering().clone(),
+            ServerKind::Sqlite { .. } | ServerKind::Mssql { .. } => cancel::Answering::default(),
+        };
+        Server { kind, lanes: lanes::Lanes::default(), proofs: Default::default(), answering }
+    }
+
+    /// Why this server is taken to have stopped answering, once it has:
+    /// `postgres stopped answering at grace/floor (connect timed out after
+    /// 5 s)` (the scenario from [`Server::note_stopped_at`]). A connect
+    /// that timed out, or a statement past the client-side time limit whose
+    /// cancel got no answer either, stops it; from then on nothing more is
+    /// sent to it, and every open and statement on it fails at once.
+    /// `None` while it answers.
+    pub fn stopped_answering(&self) -> Option<String> {
+        let why = self.answering.why()?;
+        let product = self.version().split_whitespace().next().unwrap_or("the server");
+        Some(match self.answering.at() {
+            Some(at) => format!("{product} stopped answering at {at} ({why})"),
+            None => format!("{product} stopped answering ({why})"),
+        })
+    }
+
+    /// Records `scenario` as where the server was found to have stopped
+    /// answering, when it has and no scenario was recorded before.
+    pub fn note_stopped_at(&self, scenario: &str) {
+        self.answering.note_at(scenario);
     }
 
     /// The namespace proofs made on this server, by the key of the scripts
@@ -291,6 +321,7 @@ impl Server {
     /// namespace), or waits for a session or a lane to come back: idle
     /// lanes never starve it.
     pub async fn open(&self) -> Result<Connection, BackendError> {
+        self.answering.refuse()?;
         capture::new_session();
         loop {
             let now = match &self.kind {
@@ -321,7 +352,9 @@ impl Server {
             ServerKind::Sqlite { .. } => Ok(Connection::Sqlite(sqlite::SqliteConn::open_memory().await?)),
             ServerKind::Postgres(s) => Ok(Connection::Postgres(s.open().await?)),
             ServerKind::MySql { server, .. } => Ok(Connection::MySql(Box::new(server.open().await?))),
-            ServerKind::Mssql { url, .. } => Ok(Connection::Mssql(Box::new(mssql::MssqlConn::connect(url).await?))),
+            ServerKind::Mssql { url, .. } => {
+                Ok(Connection::Mssql(Box::new(mssql::MssqlConn::connect_watched(url, &self.answering).await?)))
+            }
         }
     }
 
@@ -367,6 +400,19 @@ impl Server {
     /// sweep removes it, see [`crate::namespace`]).
     pub async fn release_lanes(&self) -> Vec<String> {
         let mut errors = Vec::new();
+        if let Some(why) = self.stopped_answering() {
+            // Nothing is sent to it: each drop would fail, and say less.
+            let left: Vec<String> = self.lanes.take_all().into_iter().map(|lane| lane.namespace).collect();
+            if !left.is_empty() {
+                errors.push(format!(
+                    "{} idle namespaces were not dropped ({}): {why}; the next `reapcheck run` against this server \
+                     removes them",
+                    left.len(),
+                    left.join(", ")
+                ));
+            }
+            return errors;
+        }
         for lane in self.lanes.take_all() {
             let Lane { mut conn, namespace, drop, .. } = lane;
             if let Err(e) = drop_namespace(&mut conn, &namespace, &drop).await {

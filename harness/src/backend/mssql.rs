@@ -200,6 +200,11 @@ pub struct MssqlConn {
     /// `crate::deadline` is its query timeout), or its future dropped: the
     /// connection is dropped, which ends the request on the server.
     busy: bool,
+    /// Whether the server still answers: its server's, for a connection of
+    /// a [`super::Server`] ([`MssqlConn::connect_watched`]). SQL Server has
+    /// no cancel here, so only a connect that times out takes it as
+    /// stopped; a statement past the limit may be a slow one.
+    answering: super::cancel::Answering,
     /// How instants are bound; `NaiveUtc` is the same as `Native` here.
     pub(super) instants: InstantEncoding,
 }
@@ -207,10 +212,23 @@ pub struct MssqlConn {
 impl MssqlConn {
     /// Connects and applies the session settings, within [`CONNECT_TIMEOUT`].
     pub async fn connect(url: &MssqlUrl) -> Result<Self, BackendError> {
-        Self::connect_within(url, CONNECT_TIMEOUT).await
+        Self::connect_within(url, CONNECT_TIMEOUT, &super::cancel::Answering::default()).await
     }
 
-    async fn connect_within(url: &MssqlUrl, timeout: Duration) -> Result<Self, BackendError> {
+    /// [`MssqlConn::connect`] to a server that may stop answering: refused
+    /// once it has, and a connect that times out takes it as stopped.
+    pub(super) async fn connect_watched(
+        url: &MssqlUrl,
+        answering: &super::cancel::Answering,
+    ) -> Result<Self, BackendError> {
+        Self::connect_within(url, CONNECT_TIMEOUT, answering).await
+    }
+
+    async fn connect_within(
+        url: &MssqlUrl,
+        timeout: Duration,
+        answering: &super::cancel::Answering,
+    ) -> Result<Self, BackendError> {
         let attempt = async {
             let tcp = TcpStream::connect((url.host.as_str(), url.port))
                 .await
@@ -226,14 +244,13 @@ impl MssqlConn {
                 }
                 e
             })?;
-            let mut conn = MssqlConn { client, busy: false, instants: InstantEncoding::default() };
+            let mut conn =
+                MssqlConn { client, busy: false, answering: answering.clone(), instants: InstantEncoding::default() };
             conn.batch(SESSION_SETTINGS).await?;
             Ok(conn)
         };
-        let reached = match tokio::time::timeout(timeout, attempt).await {
-            Ok(result) => result,
-            Err(_) => Err(BackendError::new(BackendErrorKind::Connection, format!("no answer within {timeout:?}"))),
-        };
+        let silent = || BackendError::new(BackendErrorKind::Connection, format!("no answer within {timeout:?}"));
+        let reached = super::cancel::connecting(answering, timeout, attempt, silent).await;
         reached.map_err(|e| {
             let e = url.redact(e);
             BackendError::new(
@@ -251,7 +268,7 @@ impl MssqlConn {
         let client = &mut self.client;
         let transient = |e: &tiberius::error::Error| retry::may_retry(sql) && retry::mssql_transient(e);
         let running = retry::retrying(transient, async || client.simple_query(sql).await?.into_results().await);
-        super::cancel::bounded_busy(&mut self.busy, None, async { running.await.map_err(error) }).await
+        super::cancel::bounded_busy(&mut self.busy, None, &self.answering, async { running.await.map_err(error) }).await
     }
 
     /// Runs one command; returns the rows it changed (retried as
@@ -264,7 +281,9 @@ impl MssqlConn {
         let values = values(params)?;
         let client = &mut self.client;
         let running = retry::retrying(retry::mssql_transient, async || query_of(sql, &values).execute(client).await);
-        let done = super::cancel::bounded_busy(&mut self.busy, None, async { running.await.map_err(error) }).await?;
+        let done =
+            super::cancel::bounded_busy(&mut self.busy, None, &self.answering, async { running.await.map_err(error) })
+                .await?;
         Ok(done.total())
     }
 
@@ -278,7 +297,7 @@ impl MssqlConn {
         let query = bound(sql, params)?;
         let client = &mut self.client;
         let running = async { query.query(client).await.map_err(error)?.into_first_result().await.map_err(error) };
-        let rows = super::cancel::bounded_busy(&mut self.busy, None, running).await?;
+        let rows = super::cancel::bounded_busy(&mut self.busy, None, &self.answering, running).await?;
         rows.iter().map(|r| decode_row(r, columns)).collect()
     }
 
@@ -913,7 +932,8 @@ mod tests {
         // The outer minute only turns a hang into a failure (no wall-clock
         // bound under load).
         let url = url_to("127.0.0.1", port);
-        let attempt = MssqlConn::connect_within(&url, Duration::from_millis(300));
+        let answering = Default::default();
+        let attempt = MssqlConn::connect_within(&url, Duration::from_millis(300), &answering);
         let Err(e) = tokio::time::timeout(Duration::from_secs(60), attempt).await.expect("timed out, not hung") else {
             panic!("a silent listener accepted the login")
         };
@@ -980,7 +1000,7 @@ mod tests {
         for options in ["", "?encrypt=false"] {
             let (port, seen) = requiring_server().await;
             let url = MssqlUrl::parse(&format!("mssql://sa:{PASSWORD}@127.0.0.1:{port}/master{options}")).unwrap();
-            let connected = MssqlConn::connect_within(&url, Duration::from_secs(3)).await;
+            let connected = MssqlConn::connect_within(&url, Duration::from_secs(3), &Default::default()).await;
             let seen = seen.await.unwrap();
             assert!(connected.is_err(), "{options}: the stand-in cannot finish a handshake");
             // 0x10 would be a LOGIN7 packet, the password in it.

@@ -86,6 +86,8 @@ pub struct MySqlServer {
     probe: Mutex<Option<MySqlConnection>>,
     /// How many sessions were opened, the probe's included (for tests).
     pub(super) opened: AtomicUsize,
+    /// Whether the server still answers, shared with every connection.
+    answering: cancel::Answering,
 }
 
 /// One connection, private to one scenario run (or kept in a lane).
@@ -97,6 +99,8 @@ pub struct MySqlConn {
     /// A statement was given up mid-reply (the client-side time limit, or
     /// its future dropped): the session is dropped, not closed politely.
     busy: bool,
+    /// The server's [`cancel::Answering`].
+    answering: cancel::Answering,
     secret: Secret,
     /// See [`MySqlServer`]'s field.
     zone_tables: bool,
@@ -159,6 +163,7 @@ async fn connect_within(url: &str, timeout: Duration) -> Result<(String, MySqlSe
         permits: Arc::new(Semaphore::new(MAX_CONNECTIONS)),
         probe: Mutex::new(None),
         opened: AtomicUsize::new(0),
+        answering: cancel::Answering::default(),
     };
     let mut conn = match server.open().await {
         Ok(conn) => conn,
@@ -214,6 +219,7 @@ impl MySqlServer {
     /// version probe's, which ran only its probes). Waits while the server
     /// holds its limit of sessions.
     pub async fn open(&self) -> Result<MySqlConn, BackendError> {
+        self.answering.refuse()?;
         let Ok(permit) = self.permits.clone().acquire_owned().await else {
             return Err(BackendError::new(BackendErrorKind::Connection, "the server's connections were closed"));
         };
@@ -223,6 +229,9 @@ impl MySqlServer {
     /// [`MySqlServer::open`] when the server is below its limit now; `None`
     /// when it would have to wait.
     pub async fn try_open(&self) -> Option<Result<MySqlConn, BackendError>> {
+        if let Err(e) = self.answering.refuse() {
+            return Some(Err(e));
+        }
         let permit = self.permits.clone().try_acquire_owned().ok()?;
         Some(self.open_with(permit).await)
     }
@@ -241,11 +250,9 @@ impl MySqlServer {
         let conn = match probe {
             Some(conn) => conn,
             None => {
-                let connecting = self.options.connect();
-                let conn = match tokio::time::timeout(self.timeout, connecting).await {
-                    Ok(result) => result.map_err(|e| self.secret.error(e))?,
-                    Err(_) => return Err(silent(self.timeout)),
-                };
+                let connecting = async { self.options.connect().await.map_err(|e| self.secret.error(e)) };
+                let conn =
+                    cancel::connecting(&self.answering, self.timeout, connecting, || silent(self.timeout)).await?;
                 self.opened.fetch_add(1, Ordering::Relaxed);
                 conn
             }
@@ -254,6 +261,7 @@ impl MySqlServer {
             conn,
             cancel: None,
             busy: false,
+            answering: self.answering.clone(),
             secret: self.secret.clone(),
             zone_tables: self.zone_tables,
             initial_zone: self.initial_zone.clone(),
@@ -261,8 +269,10 @@ impl MySqlServer {
             instants: InstantEncoding::default(),
         };
         if let Some(mariadb) = self.mariadb {
-            let limited = tokio::time::timeout(self.timeout, conn.limit_statements(mariadb)).await;
-            let id = limited.map_err(|_| silent(self.timeout))??;
+            // Part of connecting: a server that does not answer it within
+            // the connect timeout is taken as stopped.
+            let limiting = conn.limit_statements(mariadb);
+            let id = cancel::connecting(&self.answering, self.timeout, limiting, || silent(self.timeout)).await?;
             conn.cancel = Some(CancelSession::MySql(self.cancel.clone(), id));
         }
         Ok(conn)
@@ -275,14 +285,21 @@ impl MySqlServer {
         self.permits = Arc::new(Semaphore::new(sessions.max(1)));
     }
 
-    /// Closes the probe's session if no run took it; no session opens
-    /// after it.
+    /// Closes the probe's session if no run took it (dropped unspoken to
+    /// when the server stopped answering); no session opens after it.
     pub async fn close(&self) {
         self.permits.close();
         let probe = self.probe.lock().unwrap_or_else(|p| p.into_inner()).take();
-        if let Some(conn) = probe {
+        if let Some(conn) = probe
+            && self.answering.why().is_none()
+        {
             let _ = conn.close().await;
         }
+    }
+
+    /// Whether the server still answers ([`cancel::Answering`]).
+    pub(super) fn answering(&self) -> &cancel::Answering {
+        &self.answering
     }
 }
 
@@ -374,7 +391,7 @@ impl MySqlConn {
                 Some(args) => sqlx::query_with(sqlx::AssertSqlSafe(sql), args).execute(&mut *conn).await,
             })
         };
-        let done = cancel::bounded_busy(&mut self.busy, self.cancel.clone(), running).await?;
+        let done = cancel::bounded_busy(&mut self.busy, self.cancel.clone(), &self.answering, running).await?;
         Ok(done.map_err(|e| self.failure(e))?.rows_affected())
     }
 
@@ -388,8 +405,9 @@ impl MySqlConn {
         let args = arguments(params)?;
         let conn = &mut self.conn;
         let running = async { Ok(sqlx::query_with(sqlx::AssertSqlSafe(sql), args).fetch_all(&mut *conn).await) };
-        let rows =
-            cancel::bounded_busy(&mut self.busy, self.cancel.clone(), running).await?.map_err(|e| self.failure(e))?;
+        let rows = cancel::bounded_busy(&mut self.busy, self.cancel.clone(), &self.answering, running)
+            .await?
+            .map_err(|e| self.failure(e))?;
         rows.iter().map(|r| decode(r, columns).map_err(|e| self.secret.scrub_error(e))).collect()
     }
 

@@ -100,6 +100,8 @@ pub struct PgServer {
     idle: Arc<Mutex<Vec<(PgConnection, Option<i32>)>>>,
     /// How many sessions were ever opened (for tests).
     opened: AtomicUsize,
+    /// Whether the server still answers, shared with every connection.
+    answering: cancel::Answering,
     /// Kept only to take its password out of error messages.
     url: String,
     version: String,
@@ -119,6 +121,8 @@ pub struct PgConn {
     /// A statement was given up mid-reply (the client-side time limit, or
     /// its future dropped): the session is closed, never pooled again.
     busy: bool,
+    /// The server's [`cancel::Answering`].
+    answering: cancel::Answering,
     /// How instants are bound; see [`InstantEncoding`].
     pub(super) instants: InstantEncoding,
 }
@@ -174,6 +178,7 @@ async fn connect_within(url: &str, wanted: Product, timeout: Duration) -> Result
         // any idle one, and holding no permit until then.
         idle: Arc::new(Mutex::new(vec![probe])),
         opened: AtomicUsize::new(1),
+        answering: cancel::Answering::default(),
         url: url.to_owned(),
         version,
         product: wanted,
@@ -217,10 +222,18 @@ fn expect_product(reported: &str, wanted: Product) -> Result<String, BackendErro
 
 /// A new connection, or an error once `timeout` has passed.
 async fn connect_once(options: &PgConnectOptions, timeout: Duration) -> Result<PgConnection, BackendError> {
-    match tokio::time::timeout(timeout, options.connect()).await {
-        Ok(conn) => Ok(conn?),
-        Err(_) => Err(timed_out(options, timeout)),
-    }
+    connect_watched(options, timeout, &cancel::Answering::default()).await
+}
+
+/// [`connect_once`] to a server that may stop answering: a timeout takes
+/// it as stopped ([`cancel::connecting`]).
+async fn connect_watched(
+    options: &PgConnectOptions,
+    timeout: Duration,
+    answering: &cancel::Answering,
+) -> Result<PgConnection, BackendError> {
+    let connecting = async { Ok(options.connect().await?) };
+    cancel::connecting(answering, timeout, connecting, || timed_out(options, timeout)).await
 }
 
 fn timed_out(options: &PgConnectOptions, timeout: Duration) -> BackendError {
@@ -273,6 +286,11 @@ impl PgServer {
         self.product
     }
 
+    /// Whether the server still answers ([`cancel::Answering`]).
+    pub(super) fn answering(&self) -> &cancel::Answering {
+        &self.answering
+    }
+
     /// A connection with the session defaults and no cached statements:
     /// an idle one reset, else a new one. Waits while the pool holds its
     /// limit of sessions in use; an idle session whose reset fails (the
@@ -285,11 +303,15 @@ impl PgServer {
     /// [`PgServer::open`] when the pool is below its limit now; `None`
     /// when it would have to wait (or was closed).
     pub async fn try_open(&self) -> Option<Result<PgConn, BackendError>> {
+        if let Err(e) = self.answering.refuse() {
+            return Some(Err(e));
+        }
         let permit = self.permits.clone().try_acquire_owned().ok()?;
         Some(self.open_with(permit).await.map_err(|e| hide_password(e, &self.url)))
     }
 
     async fn open_inner(&self) -> Result<PgConn, BackendError> {
+        self.answering.refuse()?;
         // A permit per session in use. An idle session holds none, and a
         // new one is opened only when none is idle, so the sessions in use
         // and idle together never outnumber the permits.
@@ -309,6 +331,7 @@ impl PgServer {
                 idle: self.idle.clone(),
                 cancel: pid.map(|pid| CancelSession::Postgres(self.cancel.clone(), pid)),
                 busy: false,
+                answering: self.answering.clone(),
                 instants: Default::default(),
             };
             match conn.reset().await {
@@ -317,10 +340,16 @@ impl PgServer {
                 Err(_) => permit = conn.permit,
             }
         }
-        let mut conn = connect_once(&self.options, self.timeout).await?;
+        let mut conn = connect_watched(&self.options, self.timeout, &self.answering).await?;
         self.opened.fetch_add(1, Ordering::Relaxed);
         let pid = match self.product {
-            Product::Postgres => Some(backend_pid(&mut conn, self.timeout).await?),
+            // Part of connecting: a server that does not answer it within
+            // the connect timeout is taken as stopped.
+            Product::Postgres => {
+                // Its own limit is longer, so the connect timeout is what ends a wait.
+                let asked = async { backend_pid(&mut conn, self.timeout + Duration::from_secs(1)).await };
+                Some(cancel::connecting(&self.answering, self.timeout, asked, BackendError::timed_out).await?)
+            }
             Product::Cockroach => None,
         };
         Ok(PgConn {
@@ -329,6 +358,7 @@ impl PgServer {
             idle: self.idle.clone(),
             cancel: pid.map(|pid| CancelSession::Postgres(self.cancel.clone(), pid)),
             busy: false,
+            answering: self.answering.clone(),
             instants: InstantEncoding::default(),
         })
     }
@@ -339,12 +369,15 @@ impl PgServer {
         self.permits = Arc::new(Semaphore::new(sessions.max(1)));
     }
 
-    /// Closes every idle connection; no connection opens after it.
+    /// Closes every idle connection (a server that stopped answering is
+    /// not spoken to: they are dropped); no connection opens after it.
     pub async fn close(self) {
         self.permits.close();
         let idle = std::mem::take(&mut *self.idle.lock().unwrap_or_else(|p| p.into_inner()));
         for (conn, _) in idle {
-            let _ = conn.close().await;
+            if self.answering.why().is_none() {
+                let _ = conn.close().await;
+            }
         }
     }
 }
@@ -367,7 +400,9 @@ impl PgConn {
         // PostgreSQL re-plans a cached statement whose tables were dropped;
         // CockroachDB's handling is not tested here, and a fresh prepare per
         // scenario costs well under a millisecond.
-        self.conn.clear_cached_statements().await?;
+        let conn = &mut self.conn;
+        let clearing = async { Ok(conn.clear_cached_statements().await?) };
+        cancel::bounded_busy(&mut self.busy, self.cancel.clone(), &self.answering, clearing).await?;
         self.reset_settings().await
     }
 
@@ -381,13 +416,15 @@ impl PgConn {
         // this undoes it.
         let conn = &mut self.conn;
         let resetting = async { Ok(sqlx::query("RESET ALL").persistent(false).execute(&mut **conn).await.map(drop)?) };
-        cancel::bounded_busy(&mut self.busy, self.cancel.clone(), resetting).await
+        cancel::bounded_busy(&mut self.busy, self.cancel.clone(), &self.answering, resetting).await
     }
 
     /// Binds instants as `encoding` says, forgetting the statements
     /// prepared with the previous encoding's parameter types.
     pub(super) async fn set_instant_encoding(&mut self, encoding: InstantEncoding) -> Result<(), BackendError> {
-        self.conn.clear_cached_statements().await?;
+        let conn = &mut self.conn;
+        let clearing = async { Ok(conn.clear_cached_statements().await?) };
+        cancel::bounded_busy(&mut self.busy, self.cancel.clone(), &self.answering, clearing).await?;
         self.instants = encoding;
         Ok(())
     }
@@ -422,7 +459,9 @@ impl PgConn {
         let running = retry::retrying(transient, async || {
             sqlx::query_with(sqlx::AssertSqlSafe(sql), args.clone()).execute(&mut **conn).await
         });
-        let done = cancel::bounded_busy(&mut self.busy, self.cancel.clone(), async { Ok(running.await?) }).await?;
+        let done =
+            cancel::bounded_busy(&mut self.busy, self.cancel.clone(), &self.answering, async { Ok(running.await?) })
+                .await?;
         Ok(done.rows_affected())
     }
 
@@ -438,7 +477,9 @@ impl PgConn {
         let running = retry::retrying(retry::pg_transient, async || {
             sqlx::query_with(sqlx::AssertSqlSafe(sql), args.clone()).fetch_all(&mut **conn).await
         });
-        let rows = cancel::bounded_busy(&mut self.busy, self.cancel.clone(), async { Ok(running.await?) }).await?;
+        let rows =
+            cancel::bounded_busy(&mut self.busy, self.cancel.clone(), &self.answering, async { Ok(running.await?) })
+                .await?;
         rows.iter().map(|r| decode(r, columns)).collect()
     }
 
