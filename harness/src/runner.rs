@@ -184,6 +184,11 @@ pub async fn check_target(
         judged.scenario.expect = None;
         absent_feature(&judged, dialect, &under_policy)
     };
+    // Before the skip: a server given up fails every remaining case, so
+    // none reads as fine.
+    if let Some(why) = server.stopped_answering() {
+        return TargetRun { verdict: Verdict::Fail(not_run_on_stopped(&why, target)), yaml: None, log: Vec::new() };
+    }
     if let Some(reason) = skip {
         return TargetRun { verdict: Verdict::Skipped(reason), yaml: None, log: Vec::new() };
     }
@@ -193,8 +198,27 @@ pub async fn check_target(
     let broken = crate::invariants::check(&scenario.scenario, &dialect.profile.policy, &states);
     let (verdict, yaml) = match run.outcome {
         Err(EngineError { kind: EngineErrorKind::Interrupted(signal), .. }) => {
-            let reason = format!("interrupted by {signal} mid-run; its namespace was dropped");
+            let reason = match &run.left {
+                None => format!(
+                    "interrupted by {signal} mid-run; its namespace was dropped ({} is gone from the catalog)",
+                    run.namespace
+                ),
+                Some(why) => format!(
+                    "interrupted by {signal} mid-run; its namespace {} is still on the server ({why}): the next \
+                     `reapcheck run --db {target}` removes it",
+                    run.namespace
+                ),
+            };
             return TargetRun { verdict: Verdict::Skipped(reason), yaml: None, log: run.log };
+        }
+        // No trace: it would only wait on the server again.
+        Err(e) if server.stopped_answering().is_some() => {
+            let why = server.stopped_answering().unwrap_or_default();
+            let verdict = Verdict::Fail(format!(
+                "{target} failed: {e}\n{why}: the scenarios after it on {target} fail without running; resume or \
+                 restart the server and run again"
+            ));
+            return TargetRun { verdict, yaml: None, log: run.log };
         }
         Err(e) => (Verdict::Fail(format!("{target} failed: {e}")), None),
         Ok(outcome) => {
@@ -241,6 +265,29 @@ pub async fn check_target(
         other => other,
     };
     TargetRun { verdict, yaml, log: run.log }
+}
+
+/// The failure of a case not run because its target's server stopped
+/// answering (`why`, from [`Server::stopped_answering`]).
+fn not_run_on_stopped(why: &str, target: Target) -> String {
+    format!(
+        "not run: {why}; nothing more is sent to it: resume or restart {target}'s server and run again (the next \
+         run removes what this one left there)"
+    )
+}
+
+/// The namespaces this process made that are still on `server`, by the
+/// owner in their names ([`namespace::parse`]), as the sweep lists them
+/// ([`Server::namespaces`]): what a command that says its namespaces were
+/// dropped checks first, once its runs and lanes are done. Errors: the
+/// server could not be asked (it stopped answering, or the listing failed).
+pub async fn left_behind(server: &Server) -> Result<Vec<String>, String> {
+    if let Some(why) = server.stopped_answering() {
+        return Err(why);
+    }
+    let names = server.namespaces().await.map_err(|e| format!("cannot list the namespaces: {e}"))?;
+    let me = namespace::this_process();
+    Ok(names.into_iter().filter(|n| namespace::parse(n).as_ref() == Some(me)).collect())
 }
 
 /// Where the target's checkpoints (`states`: after setup and after every
@@ -468,6 +515,12 @@ pub struct LoggedRun {
     pub log: Vec<Executed>,
     /// Where the time went.
     pub phases: Phases,
+    /// The namespace the run was given (empty when it got none).
+    pub namespace: String,
+    /// Why that namespace may still be on the server: its drop failed, or
+    /// could not be confirmed in the catalog. `None` when it is gone (or
+    /// was kept as a lane, which the server drops when it closes).
+    pub left: Option<String>,
 }
 
 /// Runs `scenario` on a target in a namespace of its own with empty tables
@@ -485,11 +538,17 @@ pub async fn run_logged(
     let started = Instant::now();
     let s = &scenario.scenario;
     let mut log = Vec::new();
+    let nothing = |outcome, log, phases| LoggedRun { outcome, log, phases, namespace: String::new(), left: None };
+    if let Some(why) = server.stopped_answering() {
+        let e = EngineError { statement: "connect", kind: EngineErrorKind::Connection(format!("not run: {why}")) };
+        return nothing(Err(e), log, Phases::default());
+    }
     let mut acquired = match isolation::acquire(server, dialect, s.schema, &mut log).await {
         Ok(a) => a,
         Err(e) => {
+            server.note_stopped_at(&scenario.name);
             let phases = Phases { setup: started.elapsed(), ..Phases::default() };
-            return LoggedRun { outcome: Err(e), log, phases };
+            return nothing(Err(e), log, phases);
         }
     };
     let setup = started.elapsed();
@@ -520,6 +579,10 @@ pub async fn run_logged(
         isolation::release(server, dialect, acquired, reusable, &mut log).await
     };
     let phases = Phases { setup, run: ran - setup, teardown: started.elapsed() - ran };
+    let left = released.as_ref().err().map(|e| e.kind.to_string());
+    if run.is_err() || released.is_err() {
+        server.note_stopped_at(&scenario.name);
+    }
     let outcome = run.and_then(|outcome| {
         released.map(|()| outcome).map_err(|e| EngineError {
             statement: e.statement,
@@ -529,7 +592,7 @@ pub async fn run_logged(
             )),
         })
     });
-    LoggedRun { outcome, log, phases }
+    LoggedRun { outcome, log, phases, namespace, left }
 }
 
 /// Drops the namespaces earlier runs left on `server` ([`namespace::is_stale`]:

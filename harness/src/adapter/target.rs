@@ -399,9 +399,16 @@ impl AdapterTarget {
         let mut document = None;
         let verdict = match played {
             Err(Stop::Skip(reason)) => Verdict::Skipped(format!("{adapter}: {reason}")),
-            Err(Stop::Interrupted(signal)) => {
-                Verdict::Skipped(format!("interrupted by {signal} mid-run; its namespace was dropped"))
-            }
+            Err(Stop::Interrupted(signal)) => match &dropped {
+                Ok(()) => Verdict::Skipped(format!(
+                    "interrupted by {signal} mid-run; its namespace was dropped ({namespace} is gone)"
+                )),
+                Err(e) => Verdict::Skipped(format!(
+                    "interrupted by {signal} mid-run; its namespace {namespace} may still be on its database ({e}): \
+                     the next `reapcheck run --db {}` removes it",
+                    self.name()
+                )),
+            },
             Err(Stop::Fail(why)) => runner::with_invariants(Verdict::Fail(why), &broken),
             Err(Stop::Broken(e)) => Verdict::Fail(e.to_string()),
             Ok(outcome) => {
@@ -491,7 +498,11 @@ impl AdapterTarget {
             return Ok(());
         }
         let mut conn = store.server.open().await.map_err(|e| self.redact(&e.to_string()))?;
-        let dropped = namespace_script(&mut conn, &store.dialect, "drop_namespace", namespace).await;
+        let mut dropped = namespace_script(&mut conn, &store.dialect, "drop_namespace", namespace).await;
+        if dropped.is_ok() {
+            // A script that ran is no proof: the catalog must no longer list it.
+            dropped = crate::isolation::check_dropped(&mut conn, &store.dialect, namespace).await;
+        }
         Connection::close(conn).await;
         dropped.map_err(|e| self.redact(&e.to_string()))
     }
@@ -527,7 +538,10 @@ pub async fn drop_namespace_on(database: Target, namespace: &str) -> Result<(), 
             return Ok(());
         }
         let mut conn = server.open().await.map_err(|e| redact::text(&e.to_string()))?;
-        let dropped = namespace_script(&mut conn, &dialect, "drop_namespace", namespace).await;
+        let mut dropped = namespace_script(&mut conn, &dialect, "drop_namespace", namespace).await;
+        if dropped.is_ok() {
+            dropped = crate::isolation::check_dropped(&mut conn, &dialect, namespace).await;
+        }
         Connection::close(conn).await;
         dropped.map_err(|e| redact::text(&e.to_string()))
     }

@@ -151,6 +151,8 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
         return ExitCode::from(EXIT_FAILED);
     };
     let ok = runtime.block_on(async {
+    // What the servers' catalogs still hold of this run, one warning each.
+    let mut left: Vec<String> = Vec::new();
         let mut models = Vec::new();
         for s in &scenarios {
             models.push(runner::check_model(s).await);
@@ -162,10 +164,11 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
         });
         let reports = futures_util::future::join_all(runs).await;
         let mut ok = true;
-        for (passed, text) in &reports {
+        for (passed, text, warnings) in &reports {
             print!("{text}");
             ok &= passed;
         }
+            left.extend(warnings.iter().cloned());
         println!(
             "mutate: {} target{} in {:.1} s",
             reports.len(),
@@ -176,8 +179,13 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
     });
     if let Some(signal) = interrupt::interrupted() {
         println!(
-            "mutate: interrupted by {signal}: the mutants in flight were stopped and their namespaces dropped; \
-             those not judged are left out of the scores above"
+        let namespaces = if left.is_empty() {
+            " and their namespaces dropped (none is left in the servers' catalogs)".to_owned()
+        } else {
+            format!("; {}", left.join("; "))
+        };
+            "mutate: interrupted by {signal}: the mutants in flight were stopped{namespaces}; those not judged are \
+             left out of the scores above"
         );
         return ExitCode::from(interrupt::exit_code());
     }
@@ -356,22 +364,48 @@ fn plan(inputs: &Inputs, dialect: Dialect, listing: bool) -> Result<Plan, (Vec<S
 }
 
 /// Mutates `target`'s SQL: returns whether every mutant was killed (and
-/// no declared equivalent was) and the report, printed by the caller once
-/// every target is done so that targets running at once do not interleave.
+/// no declared equivalent was), the report, printed by the caller once
+/// every target is done so that targets running at once do not interleave,
+/// and what the server's catalog still holds of this run (a warning each,
+/// [`super::run::Left`]).
 async fn mutate_target(
     target: Target,
     plan: &Plan,
     scenarios: &[LoadedScenario],
     models: &[ModelRun],
-) -> (bool, String) {
+) -> (bool, String, Vec<String>) {
     let mut out = String::new();
-    let ok = mutate_into(&mut out, target, plan, scenarios, models).await;
-    (ok, out)
+    let mut left = Vec::new();
+    let ok = mutate_into(&mut out, &mut left, target, plan, scenarios, models).await;
+    (ok, out, left)
+}
+
+/// Closes `server` once its lanes are dropped and its catalog checked for
+/// this run's namespaces ([`super::run::Left::check`]): the lines go to
+/// `out`, the warning to `left`.
+async fn close_checked(server: Server, target: Target, out: &mut String, left: &mut Vec<String>) {
+    let (found, lines) = super::run::Left::check(&server, target).await;
+    lines.iter().for_each(|l| {
+        let _ = writeln!(out, "  {l}");
+    });
+    left.extend(found.warning());
+    server.close().await;
+}
+
+/// `Some(line)` when `server` stopped answering: the leg fails with it, as
+/// the runs after it erred without running (a mutant "killed" by that is
+/// no kill).
+fn stopped_line(server: &Server, target: Target, what: &str) -> Option<String> {
+    let why = server.stopped_answering()?;
+    Some(format!(
+        "  FAIL {why}: {what} after it were not judged; resume or restart {target}'s server and run mutate again"
+    ))
 }
 
 async fn mutate_into(
     out: &mut String,
     target: Target,
+    left: &mut Vec<String>,
     plan: &Plan,
     scenarios: &[LoadedScenario],
     models: &[ModelRun],
@@ -414,12 +448,18 @@ async fn mutate_into(
         let base = baseline(target, &server, dialect, scenarios, models).await;
         if let Some(signal) = interrupt::interrupted() {
             let _ = writeln!(out, "  interrupted by {signal} before any mutant ran");
-            server.close().await;
+            close_checked(server, target, out, left).await;
+            return false;
+        }
+        if let Some(line) = stopped_line(&server, target, "the scenarios") {
+            let _ = writeln!(out, "{line}");
+            let _ = writeln!(out, "{target}: not run: no mutant ran");
+            close_checked(server, target, out, left).await;
             return false;
         }
         if !base.failing.is_empty() {
             let _ = writeln!(out, "  the {label} already fails {}: fix it before mutating", base.failing.join(", "));
-            server.close().await;
+            close_checked(server, target, out, left).await;
             return false;
         }
         executed.push(base.executed);
@@ -448,7 +488,13 @@ async fn mutate_into(
     .await;
     drop(progress);
     let version = ServerVersion::parse(server.version());
-    server.close().await;
+    if let Some(line) = stopped_line(&server, target, "the mutants") {
+        let _ = writeln!(out, "{line}");
+        let _ = writeln!(out, "{target}: no mutation score: its server stopped answering mid-run");
+        close_checked(server, target, out, left).await;
+        return false;
+    }
+    close_checked(server, target, out, left).await;
     let (ok, summary) = tally(out, plan, &version, &named, &generated);
     let runs: usize = named.iter().chain(&generated).map(|v| v.runs).sum();
     let _ = writeln!(out, "{target}: {summary} in {:.1} s, {runs} scenario runs", started.elapsed().as_secs_f64());

@@ -331,15 +331,13 @@ pub fn run(args: RunArgs) -> ExitCode {
         pin_errors.iter().for_each(|e| eprintln!("error: {e}"));
         return ExitCode::from(EXIT_INVALID);
     }
-    let (records, coverages) = runtime.block_on(run_all(&args, &plan));
+    let (records, coverages, left) = runtime.block_on(run_all(&args, &plan));
     let mut tally = Tally::default();
     records.iter().for_each(|r| tally.add_record(r));
     let interrupted = interrupt::interrupted();
     tally.other_failed += check_coverage(&args, &coverages, interrupted);
     if let Some(signal) = interrupted {
-        println!(
-            "interrupted by {signal}: no scenario started after it; the runs in flight were stopped and their namespaces dropped"
-        );
+        println!("{}", interrupted_line(signal, &left));
     }
     if let Some(dir) = &args.report {
         let corpus = outcomes::corpus_hash(scenarios.iter().map(|s| (s.name.as_str(), s.path.as_path())));
@@ -511,10 +509,65 @@ fn target_list(targets: &[Target], adapters: &[AdapterConfig]) -> String {
     names.collect::<Vec<_>>().join(",")
 }
 
-async fn run_all(args: &RunArgs, plan: &Plan<'_>) -> (Vec<CaseRecord>, Vec<Coverage>) {
+/// What one database target's server still holds of this run once its
+/// cases are done and its idle lanes dropped, from its catalog
+/// ([`runner::left_behind`]).
+pub(super) struct Left {
+    target: Target,
+    /// The namespaces still there, or why the catalog could not be read.
+    names: Result<Vec<String>, String>,
+}
+
+impl Left {
+    /// Drops `server`'s idle lanes (their namespaces are this run's until
+    /// then), then reads what its catalog still holds of this run; with the
+    /// lines to print, `warning: ` first: lanes that could not be dropped,
+    /// then [`Left::warning`].
+    pub(super) async fn check(server: &reapcheck::backend::Server, target: Target) -> (Left, Vec<String>) {
+        let mut lines: Vec<String> =
+            server.release_lanes().await.into_iter().map(|e| format!("{target}: {e}")).collect();
+        let left = Left { target, names: runner::left_behind(server).await };
+        lines.extend(left.warning());
+        (left, lines.into_iter().map(|l| format!("warning: {l}")).collect())
+    }
+
+    /// The warning to print, when something may be left.
+    pub(super) fn warning(&self) -> Option<String> {
+        let target = self.target;
+        match &self.names {
+            Ok(names) if names.is_empty() => None,
+            Ok(names) => Some(format!(
+                "{} namespaces of this run are still on {target} ({}): the next `reapcheck run --db {target}` removes them",
+                names.len(),
+                names.join(", ")
+            )),
+            Err(why) => Some(format!(
+                "cannot check that this run's namespaces on {target} are gone ({why}): the next `reapcheck run --db \
+                 {target}` removes any that are left"
+            )),
+        }
+    }
+}
+
+/// The line after an interrupted run: what was stopped, and what the
+/// servers' catalogs say of its namespaces (never that they were dropped
+/// unless each reached server's catalog shows none left).
+fn interrupted_line(signal: &str, left: &[Left]) -> String {
+    let warnings: Vec<String> = left.iter().filter_map(Left::warning).collect();
+    let start = format!("interrupted by {signal}: no scenario started after it; the runs in flight were stopped");
+    if warnings.is_empty() {
+        let checked =
+            if left.is_empty() { String::new() } else { " (none is left in the servers' catalogs)".to_owned() };
+        return format!("{start} and their namespaces dropped{checked}");
+    }
+    format!("{start}; {}", warnings.join("; "))
+}
+
+async fn run_all(args: &RunArgs, plan: &Plan<'_>) -> (Vec<CaseRecord>, Vec<Coverage>, Vec<Left>) {
     let Plan { scenarios, targets, must_run, required, dialects, root, .. } = *plan;
     let mut records = Vec::new();
     let mut coverages = Vec::new();
+    let mut left = Vec::new();
     let mut models = Vec::with_capacity(scenarios.len());
     let progress = Progress::new((scenarios.len() * (targets.len() + plan.adapters.len() + 1)) as u64, "run");
     for s in scenarios {
@@ -704,11 +757,17 @@ async fn run_all(args: &RunArgs, plan: &Plan<'_>) -> (Vec<CaseRecord>, Vec<Cover
             records.push(record);
         }
         drop(results);
+        if let Some(why) = server.stopped_answering() {
+            progress.suspend(|| println!("{target}: {why}; the cases after it failed without running"));
+        }
+        let (here, lines) = Left::check(&server, target).await;
+        progress.suspend(|| lines.iter().for_each(|l| println!("{l}")));
+        left.push(here);
         server.close().await;
         coverages.push(coverage);
     }
     run_adapters(args, plan, &models, &progress, &mut records).await;
-    (records, coverages)
+    (records, coverages, left)
 }
 
 /// Plays every scenario through each adapter target in turn, one scenario
@@ -958,6 +1017,22 @@ mod tests {
         assert!(parse_targets("oracle").unwrap_err().contains("unknown target `oracle`"));
         assert!(parse_targets("").is_err());
         assert!(parse_targets("all,sqlite").unwrap_err().contains("`all` cannot be combined"));
+    }
+
+    #[test]
+    fn an_interrupted_run_says_dropped_only_when_no_catalog_lists_its_namespaces() {
+        let gone = Left { target: Target::Postgres, names: Ok(Vec::new()) };
+        let line = interrupted_line("SIGINT", &[gone]);
+        assert!(line.ends_with("and their namespaces dropped (none is left in the servers' catalogs)"), "{line}");
+        let left = Left { target: Target::Mariadb, names: Ok(vec!["rc_a_1_2_3".to_owned()]) };
+        let unknown = Left { target: Target::Postgres, names: Err("postgres stopped answering".to_owned()) };
+        let line = interrupted_line("SIGTERM", &[left, unknown]);
+        assert!(!line.contains("dropped"), "{line}");
+        assert!(line.contains("1 namespaces of this run are still on mariadb (rc_a_1_2_3): the next `reapcheck run --db mariadb` removes them"), "{line}");
+        assert!(
+            line.contains("cannot check that this run's namespaces on postgres are gone (postgres stopped answering)"),
+            "{line}"
+        );
     }
 
     #[test]
