@@ -2,9 +2,9 @@
 //! SQL, the fourteen named ones and those generated from the syntax tree; a
 //! mutant is killed by the first scenario whose outcome differs from the
 //! model's (or whose run errs). A mutant runs only the scenarios whose
-//! unmutated run executed a statement it changes ([`select`]), best killers
-//! first, and stops at the first kill ([`kill`]); one whose SQL the server
-//! cannot compile is not applicable on that server and not counted.
+//! unmutated run executed a statement it changes ([`select`]), cheap likely
+//! killers first (the unmutated run's statement count weighs each), and
+//! stops at the first kill ([`kill`]); one whose SQL the server cannot compile is not applicable on that server and not counted.
 //! Equivalence declarations hold on the servers they name, and those only
 //! reasoned are listed on each leg. Mutants run a few at a time, and the
 //! targets run at once, each printing its report when it is done.
@@ -443,7 +443,7 @@ async fn mutate_into(
     if !g.never_run.is_empty() {
         let _ = writeln!(out, "  not mutated (the policy never runs them): {}", g.never_run.join(", "));
     }
-    let mut executed = Vec::new();
+    let (mut executed, mut costs) = (Vec::new(), Vec::new());
     for (label, dialect) in [("unmutated SQL", &plan.dialect), ("SQL printed back by the parser", &g.round_trip)] {
         let base = baseline(target, &server, dialect, scenarios, models).await;
         if let Some(signal) = interrupt::interrupted() {
@@ -463,24 +463,26 @@ async fn mutate_into(
             return false;
         }
         executed.push(base.executed);
+        costs.push(base.costs);
     }
     let (by_named, by_generated) = (&executed[0], &executed[1]);
-    let order = KillOrder::new(scenarios.len());
+    let names = scenarios.iter().map(|s| s.name.clone()).collect();
+    let order = KillOrder::weighed(costs.swap_remove(0), names, CONCURRENT_RUNS);
     let order = &order;
     let progress = Progress::new((plan.named.len() + g.mutants.len()) as u64, &format!("mutate {target}"));
-    let named = stream::iter(plan.named.iter().map(|(_, d)| async {
+    let named = stream::iter(plan.named.iter().map(|(_, d)| (d, order.turn())).map(|(d, turn)| async {
         let changed = select::changed(&plan.dialect, d);
         let candidates = select::select(&changed, by_named);
-        first_killer(&server, d, &changed, &candidates, scenarios, models, order).await
+        first_killer(&server, d, &changed, &candidates, scenarios, models, turn).await
     }))
     .buffered(CONCURRENT_RUNS)
     .inspect(|_| progress.inc(1))
     .collect::<Vec<_>>()
     .await;
-    let generated = stream::iter(g.mutants.iter().map(|m| async {
+    let generated = stream::iter(g.mutants.iter().map(|m| (m, order.turn())).map(|(m, turn)| async {
         let changed = std::slice::from_ref(&m.statement);
         let candidates = select::select(changed, by_generated);
-        first_killer(&server, &m.apply(&g.round_trip), changed, &candidates, scenarios, models, order).await
+        first_killer(&server, &m.apply(&g.round_trip), changed, &candidates, scenarios, models, turn).await
     }))
     .buffered(CONCURRENT_RUNS)
     .inspect(|_| progress.inc(1))
@@ -497,7 +499,12 @@ async fn mutate_into(
     close_checked(server, target, out, left).await;
     let (ok, summary) = tally(out, plan, &version, &named, &generated);
     let runs: usize = named.iter().chain(&generated).map(|v| v.runs).sum();
-    let _ = writeln!(out, "{target}: {summary} in {:.1} s, {runs} scenario runs", started.elapsed().as_secs_f64());
+    let statements: u64 = named.iter().chain(&generated).map(|v| v.statements).sum();
+    let _ = writeln!(
+        out,
+        "{target}: {summary} in {:.1} s ({statements} statements), {runs} scenario runs",
+        started.elapsed().as_secs_f64()
+    );
     ok
 }
 
@@ -745,6 +752,9 @@ struct Baseline {
     /// Per scenario (by index), the statements its run executed; empty
     /// for a scenario not compared on the target.
     executed: Vec<BTreeSet<String>>,
+    /// Per scenario (by index), what its run cost in statements executed
+    /// ([`select::cost`]); 1 for a scenario not compared on the target.
+    costs: Vec<u64>,
 }
 
 /// Runs every compared scenario on `dialect`, a few at a time (each in a
@@ -758,16 +768,17 @@ async fn baseline(
 ) -> Baseline {
     let runs = scenarios.iter().zip(models).map(|(s, model)| async move {
         if !compared(target, s) {
-            return (None, BTreeSet::new());
+            return (None, (BTreeSet::new(), 1));
         }
         let run = runner::run_logged(server, dialect, s, None).await;
         let differs = match run.outcome {
             Ok(outcome) => runner::compared_document(outcome, &dialect.profile) != model.yaml,
             Err(_) => true,
         };
-        (differs.then(|| s.name.clone()), select::executed(&run.log))
+        (differs.then(|| s.name.clone()), (select::executed(&run.log), select::cost(&run.log)))
     });
     let results: Vec<_> = stream::iter(runs).buffered(CONCURRENT_RUNS).collect().await;
-    let (failing, executed): (Vec<_>, Vec<_>) = results.into_iter().unzip();
-    Baseline { failing: failing.into_iter().flatten().collect(), executed }
+    let (failing, seen): (Vec<_>, Vec<_>) = results.into_iter().unzip();
+    let (executed, costs) = seen.into_iter().unzip();
+    Baseline { failing: failing.into_iter().flatten().collect(), executed, costs }
 }

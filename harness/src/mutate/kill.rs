@@ -1,5 +1,5 @@
 //! Running one mutant on a target: the scenarios that can see it
-//! ([`super::select`]), best killers first, until the first whose outcome
+//! ([`super::select`]), cheap likely killers first ([`KillOrder`]), until the first whose outcome
 //! differs from the model's or whose run errs. A run that errs because the
 //! server refused to compile the mutated SQL, at the statement's first use,
 //! does not kill: the mutant is not applicable on that server (a function
@@ -10,6 +10,9 @@
 //! signal (`crate::interrupt`) stops the mutant unjudged.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tokio::sync::Notify;
 
 use crate::backend::{BackendErrorKind, Server};
 use crate::dialect::Dialect;
@@ -57,6 +60,9 @@ pub struct Verdict {
     pub found: Found,
     /// How many scenarios it ran.
     pub runs: usize,
+    /// What those runs cost, in statements executed
+    /// ([`super::select::cost`] of each run's log).
+    pub statements: u64,
 }
 
 impl Verdict {
@@ -69,61 +75,215 @@ impl Verdict {
     }
 }
 
-/// The corpus order a mutant tries scenarios in: those that killed the
-/// most mutants so far first, so a killed mutant usually stops after one
-/// or two runs. Shared by the mutants in flight on one target.
-pub struct KillOrder(Mutex<Vec<(usize, usize)>>);
+/// The order the mutants of one target try their scenarios in: the most
+/// kills per statement first, so a mutant usually stops after a cheap run
+/// or two. A scenario's weight is `(kills + 1) / cost`: `kills` counts the
+/// mutants it killed among the earlier turns (those certainly judged), and
+/// `cost` is the statements its unmutated run executed
+/// ([`super::select::cost`]); ties go to the cheaper, then to the first by
+/// name. Before any kill that is cheapest first; a scenario that kills
+/// often is tried first even when it costs more, once its kills outweigh
+/// its cost.
+///
+/// The order is deterministic: turn `k` (the `k`-th mutant, counted from 0
+/// across every stream of one target) sees the verdicts of turns
+/// `0..=k - window` only, and waits for them, so which scenario kills, and
+/// how many runs each mutant makes, does not depend on which mutant in
+/// flight happened to finish first. With `window` the number of mutants in
+/// flight at once and the turns started in order (`buffered`), those
+/// turns are over before turn `k` starts, and it never waits.
+pub struct KillOrder {
+    /// Per scenario (by index), what its unmutated run cost, in statements
+    /// executed; at least 1.
+    costs: Vec<u64>,
+    /// Per scenario, its name: the last tie-break. Empty: by index.
+    names: Vec<String>,
+    /// How many turns before its own a turn cannot see (at least 1).
+    window: usize,
+    /// The next turn [`KillOrder::turn`] hands out.
+    next: AtomicUsize,
+    /// Per turn, once judged: the scenario that killed it, if one did.
+    judged: Mutex<Vec<Option<Option<usize>>>>,
+    /// Woken when a turn is judged.
+    recorded: Notify,
+}
+
+/// One mutant's place in a [`KillOrder`]: taken with [`KillOrder::turn`],
+/// in the order the mutants are started; judged by [`first_killer`]. A
+/// turn dropped unjudged counts as judged without a kill, so later turns
+/// never wait on it.
+pub struct Turn<'a> {
+    order: &'a KillOrder,
+    index: usize,
+    judged: bool,
+}
+
+impl<'a> From<&'a KillOrder> for Turn<'a> {
+    /// The next turn of `order`.
+    fn from(order: &'a KillOrder) -> Turn<'a> {
+        order.turn()
+    }
+}
+
+impl Turn<'_> {
+    /// Records that the mutant of this turn was killed by scenario
+    /// `killer` (an index), or by none.
+    fn judge(mut self, killer: Option<usize>) {
+        self.judged = true;
+        self.order.record(self.index, killer);
+    }
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        if !self.judged {
+            self.order.record(self.index, None);
+        }
+    }
+}
 
 impl KillOrder {
-    /// The order for a corpus of `scenarios` scenarios, in corpus order.
+    /// The order for a corpus of `scenarios` scenarios that all cost the
+    /// same, tried one mutant at a time: by kills, then by index.
     pub fn new(scenarios: usize) -> KillOrder {
-        KillOrder(Mutex::new((0..scenarios).map(|i| (0, i)).collect()))
+        KillOrder::weighed(vec![1; scenarios], Vec::new(), 1)
     }
 
-    /// `candidates` (scenario indices), best killers first.
-    fn order(&self, candidates: &[usize]) -> Vec<usize> {
-        let mut v = self.0.lock().map(|v| v.clone()).unwrap_or_default();
-        v.retain(|(_, i)| candidates.contains(i));
-        v.sort_by_key(|&(kills, i)| (std::cmp::Reverse(kills), i));
-        v.into_iter().map(|(_, i)| i).collect()
-    }
-
-    fn killed_by(&self, index: usize) {
-        if let Ok(mut v) = self.0.lock()
-            && let Some(entry) = v.iter_mut().find(|(_, i)| *i == index)
-        {
-            entry.0 += 1;
+    /// The order for scenarios costing `costs` statements each (by index,
+    /// from the unmutated run: [`super::select::cost`]), named `names`
+    /// (the same length, or empty to break ties by index), with `window`
+    /// mutants in flight at once.
+    pub fn weighed(costs: Vec<u64>, names: Vec<String>, window: usize) -> KillOrder {
+        assert!(names.is_empty() || names.len() == costs.len(), "a name per scenario");
+        KillOrder {
+            costs: costs.into_iter().map(|c| c.max(1)).collect(),
+            names,
+            window: window.max(1),
+            next: AtomicUsize::new(0),
+            judged: Mutex::new(Vec::new()),
+            recorded: Notify::new(),
         }
+    }
+
+    /// The next mutant's turn. Take turns in the order the mutants start.
+    pub fn turn(&self) -> Turn<'_> {
+        Turn { order: self, index: self.next.fetch_add(1, Ordering::SeqCst), judged: false }
+    }
+
+    fn record(&self, turn: usize, killer: Option<usize>) {
+        if let Ok(mut judged) = self.judged.lock() {
+            if judged.len() <= turn {
+                judged.resize(turn + 1, None);
+            }
+            judged[turn] = Some(killer);
+        }
+        self.recorded.notify_waiters();
+    }
+
+    /// Per scenario, the kills among the turns before `turn - window + 1`,
+    /// once all of them are judged.
+    async fn kills_seen_by(&self, turn: usize) -> Vec<usize> {
+        let seen = (turn + 1).saturating_sub(self.window);
+        loop {
+            let notified = self.recorded.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if let Some(kills) = self.kills_before(seen) {
+                return kills;
+            }
+            notified.await;
+        }
+    }
+
+    /// Per scenario, the kills among turns `0..seen`; `None` while one of
+    /// them is not judged.
+    fn kills_before(&self, seen: usize) -> Option<Vec<usize>> {
+        let judged = self.judged.lock().ok()?;
+        let mut kills = vec![0; self.costs.len()];
+        for t in 0..seen {
+            if let Some(i) = *judged.get(t)?.as_ref()?
+                && let Some(k) = kills.get_mut(i)
+            {
+                *k += 1;
+            }
+        }
+        Some(kills)
+    }
+
+    /// `candidates` (scenario indices) in the order to try them, given
+    /// each scenario's `kills` so far: most `(kills + 1) / cost` first,
+    /// then the cheaper, then by name.
+    fn ranked(&self, candidates: &[usize], kills: &[usize]) -> Vec<usize> {
+        let mut v = candidates.to_vec();
+        let weight = |i: usize| (kills.get(i).copied().unwrap_or(0) as u128 + 1, u128::from(self.costs[i]));
+        v.sort_by(|&a, &b| {
+            let ((ka, ca), (kb, cb)) = (weight(a), weight(b));
+            // ka / ca > kb / cb, without division.
+            (kb * ca).cmp(&(ka * cb)).then(ca.cmp(&cb)).then_with(|| match self.names.is_empty() {
+                true => a.cmp(&b),
+                false => self.names[a].cmp(&self.names[b]).then(a.cmp(&b)),
+            })
+        });
+        v
+    }
+
+    /// `candidates` in the order `turn` tries them.
+    async fn order(&self, turn: usize, candidates: &[usize]) -> Vec<usize> {
+        let kills = self.kills_seen_by(turn).await;
+        self.ranked(candidates, &kills)
     }
 }
 
 /// The first of `candidates` (scenario indices: those that can see the
 /// mutant) whose outcome on `mutant` (a dialect whose statements `changed`
-/// differ from the original's) differs from the model's, best killers
-/// first; the rest are not run. A run that erred at the first use of a
-/// changed statement, with an error the server gives a statement it cannot
-/// compile ([`compile_refusal`]), makes the mutant not applicable instead.
-pub async fn first_killer(
+/// differ from the original's) differs from the model's, in the order of
+/// its `turn` ([`KillOrder`]: cheap likely killers first; a `&KillOrder`
+/// takes its next turn); the rest are not run. A run that erred at the
+/// first use of a changed statement, with an error the server gives a
+/// statement it cannot compile ([`compile_refusal`]), makes the mutant not
+/// applicable instead. Whether a mutant is killed does not depend on the
+/// order; only which scenario is named as its killer does.
+pub async fn first_killer<'t>(
     server: &Server,
     mutant: &Dialect,
     changed: &[String],
     candidates: &[usize],
     scenarios: &[LoadedScenario],
     models: &[ModelRun],
-    order: &KillOrder,
+    turn: impl Into<Turn<'t>>,
 ) -> Verdict {
-    let mut runs = 0;
-    for i in order.order(candidates) {
+    let turn = turn.into();
+    let order = turn.order.order(turn.index, candidates).await;
+    let (verdict, killer) = try_in_order(server, mutant, changed, &order, scenarios, models).await;
+    turn.judge(killer);
+    verdict
+}
+
+/// [`first_killer`]'s runs, in `order`; with the verdict, the index of the
+/// scenario that killed the mutant.
+async fn try_in_order(
+    server: &Server,
+    mutant: &Dialect,
+    changed: &[String],
+    order: &[usize],
+    scenarios: &[LoadedScenario],
+    models: &[ModelRun],
+) -> (Verdict, Option<usize>) {
+    let (mut runs, mut statements) = (0, 0);
+    for &i in order {
         if crate::interrupt::interrupted().is_some() {
-            return Verdict { found: Found::Interrupted, runs };
+            return (Verdict { found: Found::Interrupted, runs, statements }, None);
         }
         runs += 1;
         let scenario = &scenarios[i];
         let run = runner::run_logged(server, mutant, scenario, None).await;
+        statements += super::select::cost(&run.log);
         let mut reason = None;
         let killed = match run.outcome {
             // A run the signal stopped (or whose statements it cancelled) says nothing.
-            _ if crate::interrupt::interrupted().is_some() => return Verdict { found: Found::Interrupted, runs },
+            _ if crate::interrupt::interrupted().is_some() => {
+                return (Verdict { found: Found::Interrupted, runs, statements }, None);
+            }
             Ok(outcome) => runner::compared_document(outcome, &mutant.profile) != models[i].yaml,
             Err(e) if matches!(e.kind, EngineErrorKind::TimedOut(_)) => {
                 reason = Some(e.to_string());
@@ -138,17 +298,17 @@ pub async fn first_killer(
                         scenario: scenario.name.clone(),
                         message,
                     };
-                    return Verdict { found, runs };
+                    return (Verdict { found, runs, statements }, None);
                 }
                 true
             }
         };
         if killed {
-            order.killed_by(i);
-            return Verdict { found: Found::Killed { by: scenario.name.clone(), reason }, runs };
+            let found = Found::Killed { by: scenario.name.clone(), reason };
+            return (Verdict { found, runs, statements }, Some(i));
         }
     }
-    Verdict { found: Found::Survived, runs }
+    (Verdict { found: Found::Survived, runs, statements }, None)
 }
 
 /// The first use in `log` of any statement in `changed`, when that use
@@ -204,6 +364,60 @@ mod tests {
             binds: Vec::new(),
             returned,
         }
+    }
+
+    fn names(names: &[&str]) -> Vec<String> {
+        names.iter().map(|&n| n.to_owned()).collect()
+    }
+
+    #[tokio::test]
+    async fn a_cheaper_scenario_is_tried_first() {
+        // The corpus order (and the old order: most kills first, then by
+        // index) puts the 300-row scenario first; its cost puts it last.
+        let order = KillOrder::weighed(vec![306, 4, 9], names(&["a-heavy", "b-light", "c-middle"]), 4);
+        assert_eq!(order.order(0, &[0, 1, 2]).await, [1, 2, 0]);
+        assert_eq!(order.order(0, &[0, 2]).await, [2, 0], "only the candidates");
+        // Equal costs: by name, whatever the index.
+        let order = KillOrder::weighed(vec![5, 5], names(&["z", "a"]), 1);
+        assert_eq!(order.order(0, &[0, 1]).await, [1, 0]);
+    }
+
+    #[tokio::test]
+    async fn kills_outweigh_cost_only_in_proportion() {
+        let order = KillOrder::weighed(vec![30, 10, 10], names(&["a", "b", "c"]), 1);
+        // Kills by the scenario costing 3x the others: one, (1 + 1) / 30,
+        // is below (0 + 1) / 10; two make it equal, and the tie goes to the
+        // cheaper; a third puts it first.
+        for _ in 0..3 {
+            order.turn().judge(Some(0));
+        }
+        assert_eq!(order.order(1, &[0, 1, 2]).await, [1, 2, 0], "turn 1 saw one kill");
+        assert_eq!(order.order(2, &[0, 1, 2]).await, [1, 2, 0], "turn 2 saw two: a tie");
+        assert_eq!(order.order(3, &[0, 1, 2]).await, [0, 1, 2], "turn 3 saw three: (3 + 1) / 30 > 1 / 10");
+        order.turn().judge(Some(1));
+        assert_eq!(order.order(4, &[0, 1, 2]).await, [1, 0, 2], "turn 4 saw b's kill: 2 / 10 > 4 / 30");
+        // A turn dropped unjudged counts as no kill.
+        drop(order.turn());
+        assert_eq!(order.order(5, &[0, 1, 2]).await, [1, 0, 2]);
+    }
+
+    #[tokio::test]
+    async fn a_turn_sees_only_the_turns_a_window_before_it_and_waits_for_them() {
+        let order = KillOrder::weighed(vec![10, 1], names(&["a", "b"]), 2);
+        let (t0, t1, t2) = (order.turn(), order.turn(), order.turn());
+        // Turn 1 sees nothing, so no turn in flight beside it changes its order.
+        t1.judge(Some(0));
+        assert_eq!(order.order(1, &[0, 1]).await, [1, 0]);
+        // Turn 2 sees turn 0 alone, and waits until it is judged, whenever
+        // turn 1 ended.
+        let waiting = order.order(2, &[0, 1]);
+        tokio::pin!(waiting);
+        let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+        assert!(waiting.as_mut().poll(&mut context).is_pending(), "turn 0 is not judged yet");
+        t0.judge(Some(0));
+        drop(t2);
+        // One kill by a scenario 10x the other's cost: still the cheaper first.
+        assert_eq!(waiting.await, [1, 0]);
     }
 
     #[test]

@@ -8,6 +8,10 @@
 //! ([`crate::statement_log`]), the same record `run --coverage` counts
 //! (docs/reports.md, "Coverage"). A mutant that no scenario executes
 //! survives without a run: the corpus cannot catch it.
+//!
+//! The same log weighs each scenario ([`cost`]): how many statements its
+//! run executes, which [`super::kill::KillOrder`] uses to try cheap
+//! scenarios before expensive ones.
 
 use std::collections::BTreeSet;
 
@@ -20,6 +24,23 @@ use crate::statement_log::Executed;
 /// a mutant of it changes the next fresh namespace.
 pub fn executed(log: &[Executed]) -> BTreeSet<String> {
     log.iter().map(|e| e.statement.clone()).collect()
+}
+
+/// The namespace scripts a run may or may not send depending on whether it
+/// took a kept lane ([`crate::isolation`]): left out of [`cost`], so a
+/// scenario weighs the same whichever connection it ran on.
+const LIFECYCLE: &[&str] =
+    &["create_namespace", "enter_namespace", "empty_namespace", "drop_namespace", "schema", "legacy_schema"];
+
+/// What a run costs, in statements executed: one per line of its log (a
+/// setup row counts one, as the server inserts each, even when rows are
+/// sent as one multi-row INSERT), the namespace scripts left out
+/// ([`LIFECYCLE`]: the same for every run, and sent or not depending on
+/// the lane). Deterministic: the driver makes the same calls on every run
+/// of the same scenario and SQL. At least 1, so that costs can divide.
+pub fn cost(log: &[Executed]) -> u64 {
+    let n = log.iter().filter(|e| !LIFECYCLE.contains(&e.statement.as_str())).count();
+    (n as u64).max(1)
 }
 
 /// The names of the statements whose SQL differs between `original` and
@@ -77,6 +98,32 @@ mod tests {
         ];
         let names: Vec<_> = executed(&log).into_iter().collect();
         assert_eq!(names, ["insert_job", "reap_scan", "schema"]);
+    }
+
+    #[test]
+    fn cost_counts_the_statements_a_scenario_runs_not_its_namespace() {
+        let log = [
+            entry("create_namespace", Returned::Done),
+            entry("enter_namespace", Returned::Done),
+            entry("schema", Returned::Done),
+            entry("insert_job", Returned::Done),
+            entry("insert_job", Returned::Done),
+            entry("reap_scan", Returned::Rows(2)),
+            entry("read_jobs", Returned::Rows(2)),
+            entry("drop_namespace", Returned::Done),
+        ];
+        assert_eq!(cost(&log), 4);
+        // The same run on a kept lane: the same cost.
+        let kept = [
+            entry("empty_namespace", Returned::Done),
+            entry("schema", Returned::Kept),
+            entry("insert_job", Returned::Done),
+            entry("insert_job", Returned::Done),
+            entry("reap_scan", Returned::Rows(2)),
+            entry("read_jobs", Returned::Rows(2)),
+        ];
+        assert_eq!(cost(&kept), 4);
+        assert_eq!(cost(&[]), 1, "never 0");
     }
 
     #[test]
