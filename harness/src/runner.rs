@@ -297,9 +297,7 @@ async fn states_part(scenario: &LoadedScenario, dialect: &Dialect, states: &driv
     let profile = &dialect.profile;
     let mut model_states = driver::Checkpoints::new();
     model_outcome_with_states(&scenario.scenario, profile, Some(&mut model_states)).await;
-    let (model_docs, docs) =
-        (crate::trace::documents(&model_states, profile), crate::trace::documents(states, profile));
-    match crate::trace::parting(&model_docs, &docs, false) {
+    match crate::trace::checkpoints_parting(&model_states, states, profile, false) {
         crate::trace::Parting::Setup => Some("setup".to_owned()),
         crate::trace::Parting::Step(i) => Some(format!("step {}", i + 1)),
         crate::trace::Parting::Error(_) | crate::trace::Parting::Never => None,
