@@ -4,7 +4,8 @@
 //! model's (or whose run errs). A mutant runs only the scenarios whose
 //! unmutated run executed a statement it changes ([`select`]), cheap likely
 //! killers first (the unmutated run's statement count weighs each), and
-//! stops at the first kill ([`kill`]); one whose SQL the server cannot compile is not applicable on that server and not counted.
+//! stops at the first kill ([`kill`]); one whose SQL the server
+//! cannot compile is not applicable on that server and not counted.
 //! Equivalence declarations hold on the servers they name, and those only
 //! reasoned are listed on each leg. Mutants run a few at a time, and the
 //! targets run at once, each printing its report when it is done.
@@ -150,9 +151,9 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
         eprintln!("error: cannot start the async runtime");
         return ExitCode::from(EXIT_FAILED);
     };
-    let ok = runtime.block_on(async {
     // What the servers' catalogs still hold of this run, one warning each.
     let mut left: Vec<String> = Vec::new();
+    let ok = runtime.block_on(async {
         let mut models = Vec::new();
         for s in &scenarios {
             models.push(runner::check_model(s).await);
@@ -167,8 +168,8 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
         for (passed, text, warnings) in &reports {
             print!("{text}");
             ok &= passed;
-        }
             left.extend(warnings.iter().cloned());
+        }
         println!(
             "mutate: {} target{} in {:.1} s",
             reports.len(),
@@ -178,12 +179,12 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
         ok
     });
     if let Some(signal) = interrupt::interrupted() {
-        println!(
         let namespaces = if left.is_empty() {
             " and their namespaces dropped (none is left in the servers' catalogs)".to_owned()
         } else {
             format!("; {}", left.join("; "))
         };
+        println!(
             "mutate: interrupted by {signal}: the mutants in flight were stopped{namespaces}; those not judged are \
              left out of the scores above"
         );
@@ -404,8 +405,8 @@ fn stopped_line(server: &Server, target: Target, what: &str) -> Option<String> {
 
 async fn mutate_into(
     out: &mut String,
-    target: Target,
     left: &mut Vec<String>,
+    target: Target,
     plan: &Plan,
     scenarios: &[LoadedScenario],
     models: &[ModelRun],
