@@ -12,117 +12,18 @@
 //!   server's catalog still lists some: it names them, and how to remove
 //!   them, and the next run does.
 //!
-//! The private server helper is the one of `interrupt.rs` (which keeps its
-//! own copy).
+//! The private server and the run are `tests/common/private_postgres.rs`,
+//! shared with `interrupt.rs`.
 
 #![cfg(unix)]
 
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+#[path = "common/private_postgres.rs"]
+mod private_postgres;
+
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-const BIN: &str = "/usr/lib/postgresql/15/bin";
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..").canonicalize().expect("the workspace exists")
-}
-
-/// A PostgreSQL server of this test's own, stopped and deleted on drop.
-struct PrivatePostgres {
-    dir: PathBuf,
-    port: u16,
-}
-
-/// `program args` run as the `postgres` user when this process is root
-/// (initdb and postgres refuse to run as root).
-fn as_postgres(program: &str, args: &[&str]) -> Command {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } == 0 {
-        let mut cmd = Command::new("runuser");
-        cmd.args(["-u", "postgres", "--", program]).args(args);
-        cmd
-    } else {
-        let mut cmd = Command::new(program);
-        cmd.args(args);
-        cmd
-    }
-}
-
-impl PrivatePostgres {
-    fn start(port: u16) -> PrivatePostgres {
-        let dir = std::env::temp_dir().join(format!("reapcheck-stopped-pg-{port}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("a temp dir");
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } == 0 {
-            let chown = Command::new("chown").args(["-R", "postgres:postgres"]).arg(&dir).status();
-            assert!(chown.is_ok_and(|s| s.success()), "chown {}", dir.display());
-        }
-        let server = PrivatePostgres { dir, port };
-        let data = server.data();
-        let initdb = as_postgres(&format!("{BIN}/initdb"), &["-D", &data, "-U", "postgres", "--auth=trust", "-N"])
-            .stdout(Stdio::null())
-            .output()
-            .expect("initdb runs");
-        assert!(initdb.status.success(), "initdb: {}", String::from_utf8_lossy(&initdb.stderr));
-        let options =
-            format!("-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off", server.port, server.dir.display());
-        let log = server.dir.join("log").display().to_string();
-        let started = as_postgres(&format!("{BIN}/pg_ctl"), &["-D", &data, "-l", &log, "-o", &options, "-w", "start"])
-            .stdout(Stdio::null())
-            .status()
-            .expect("pg_ctl runs");
-        assert!(started.success(), "pg_ctl start failed; see {log}");
-        server
-    }
-
-    fn data(&self) -> String {
-        self.dir.join("data").display().to_string()
-    }
-
-    fn url(&self) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
-    }
-
-    /// The `rc_` schemas on the server.
-    async fn namespaces(&self) -> Vec<String> {
-        let server = reapcheck::backend::postgres(&self.url()).await.expect("the private server answers");
-        let names = server.namespaces().await.expect("the schemas are listed");
-        server.close().await;
-        names
-    }
-
-    /// The postmaster's pid and those of its children (the backends and
-    /// the server's own workers), postmaster first.
-    fn processes(&self) -> Vec<libc::pid_t> {
-        let pidfile = std::fs::read_to_string(self.dir.join("data/postmaster.pid")).expect("postmaster.pid");
-        let postmaster: libc::pid_t = pidfile.lines().next().and_then(|l| l.trim().parse().ok()).expect("a pid");
-        let mut pids = vec![postmaster];
-        for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
-            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<libc::pid_t>().ok()) else { continue };
-            let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
-            // `pid (comm) state ppid ...`: the fields after the last `)`.
-            let after = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or_default();
-            let ppid = after.split_whitespace().nth(1).and_then(|p| p.parse::<libc::pid_t>().ok());
-            if ppid == Some(postmaster) {
-                pids.push(pid);
-            }
-        }
-        pids
-    }
-}
-
-impl Drop for PrivatePostgres {
-    fn drop(&mut self) {
-        let _ = as_postgres(&format!("{BIN}/pg_ctl"), &["-D", &self.data(), "-m", "immediate", "-w", "stop"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
+use private_postgres::{PrivatePostgres, Run, closing, root};
 
 /// The private server's processes stopped with SIGSTOP, continued with
 /// SIGCONT when dropped (also when the test fails, before the server is
@@ -149,94 +50,10 @@ impl Drop for Frozen {
     }
 }
 
-/// A running `reapcheck run --db postgres` and its stdout so far.
-struct Run {
-    child: Child,
-    lines: Arc<Mutex<Vec<String>>>,
-    reader: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Run {
-    fn start(url: &str, extra: &[&str]) -> Run {
-        Run::start_command("run", url, extra)
-    }
-
-    /// `reapcheck <command> --db postgres <extra...>` against `url`.
-    fn start_command(command: &str, url: &str, extra: &[&str]) -> Run {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_reapcheck"));
-        cmd.args([command, "--db", "postgres"]).args(extra).current_dir(root()).env_remove("REAPCHECK_REQUIRE");
-        cmd.env_remove("CI");
-        for t in reapcheck::target::Target::ALL {
-            cmd.env_remove(t.url_variable());
-        }
-        let mut child = cmd
-            .env("REAPCHECK_POSTGRES_URL", url)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the binary starts");
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let stdout = child.stdout.take().expect("piped");
-        let sink = lines.clone();
-        let reader = std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                sink.lock().unwrap().push(line);
-            }
-        });
-        Run { child, lines, reader: Some(reader) }
-    }
-
-    /// How many cases on postgres have printed their line.
-    fn cases(&self) -> usize {
-        self.lines.lock().unwrap().iter().filter(|l| is_case(l)).count()
-    }
-
-    /// Waits until `n` cases on postgres have printed their line.
-    fn wait_for_cases(&self, n: usize) {
-        let deadline = Instant::now() + Duration::from_secs(300);
-        while self.cases() < n {
-            assert!(Instant::now() < deadline, "no {n} cases within 300 s: {:?}", self.lines.lock().unwrap());
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-
-    fn signal(&self, signal: libc::c_int) {
-        let pid = libc::pid_t::try_from(self.child.id()).expect("a pid");
-        // SAFETY: signals a child of this test.
-        assert_eq!(unsafe { libc::kill(pid, signal) }, 0, "kill {signal}");
-    }
-
-    /// Waits for the exit; its code and its stdout. Fails with `hung`
-    /// (the child killed) past 600 s: a guard against a hang, not a bound
-    /// on how long it may take.
-    fn finish(mut self) -> (Option<i32>, String) {
-        let deadline = Instant::now() + Duration::from_secs(600);
-        while self.child.try_wait().expect("the child is there").is_none() {
-            if Instant::now() >= deadline {
-                let _ = self.child.kill();
-                panic!("hung: the run did not end within 600 s:\n{}", self.lines.lock().unwrap().join("\n"));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let status = self.child.wait().expect("the run ends");
-        self.reader.take().expect("once").join().expect("the reader ends");
-        let out = self.lines.lock().unwrap().join("\n");
-        (status.code(), out)
-    }
-}
-
 /// A case line of the postgres target: `ok       grace/x  on postgres ...`.
 fn is_case(line: &str) -> bool {
     ["ok ", "new ", "diverged ", "skipped: ", "FAIL "].iter().any(|p| line.starts_with(p))
         && line.contains("  on postgres")
-}
-
-/// The closing line's numbers for postgres: passed, failed, skipped.
-fn closing(out: &str) -> (usize, usize, usize) {
-    let line = out.lines().rev().find(|l| l.ends_with(" skipped")).unwrap_or_else(|| panic!("no summary:\n{out}"));
-    let target = line.rsplit("; ").next().unwrap_or(line);
-    let n: Vec<usize> = target.split([' ', ',']).filter_map(|w| w.parse().ok()).collect();
-    (n[0], n[1], n[2])
 }
 
 /// Scenario runs at once on a target (`run`'s default `--jobs`).
@@ -248,9 +65,9 @@ async fn a_frozen_server_fails_every_remaining_scenario_at_once_after_one_wait()
     let pg = PrivatePostgres::start(55461);
     // A short limit keeps the one wait short; the bound is the same shape.
     let run = Run::start(&pg.url(), &["--statement-timeout", "5"]);
-    run.wait_for_cases(1);
+    run.wait_for(1, "cases", is_case);
     let frozen = Frozen::freeze(&pg);
-    let before = run.cases();
+    let before = run.count(is_case);
     let froze = Instant::now();
     let (code, out) = run.finish();
     println!("exit {code:?} {:?} after the freeze ({before} cases printed before it)", froze.elapsed());
@@ -296,7 +113,12 @@ async fn until_a_namespace(pg: &PrivatePostgres) {
 async fn mutate_on_a_frozen_server_fails_without_a_score() {
     let Some(_url) = reapcheck::reach::test_url(reapcheck::target::Target::Postgres) else { return };
     let pg = PrivatePostgres::start(55463);
-    let run = Run::start_command("mutate", &pg.url(), &["--statement-timeout", "5", "--scenarios", "scenarios/grace"]);
+    let run = Run::start_command(
+        &["mutate"],
+        "postgres",
+        &pg.url(),
+        &["--statement-timeout", "5", "--scenarios", "scenarios/grace"],
+    );
     until_a_namespace(&pg).await;
     let frozen = Frozen::freeze(&pg);
     let froze = Instant::now();
@@ -353,7 +175,7 @@ async fn after_sigint_the_run_names_the_namespaces_still_on_the_server_and_the_n
     let pg = PrivatePostgres::start(55462);
     let copy = LeavesRows::new();
     let run = Run::start(&pg.url(), &["--dialects", &copy.path()]);
-    run.wait_for_cases(5);
+    run.wait_for(5, "cases", is_case);
     run.signal(libc::SIGINT);
     let (code, out) = run.finish();
     assert_eq!(code, Some(130), "{out}");
@@ -375,7 +197,12 @@ async fn after_sigint_the_run_names_the_namespaces_still_on_the_server_and_the_n
     assert!(out.contains(&format!("removed {} namespaces left on postgres", left.len())), "{out}");
     assert_eq!(pg.namespaces().await, Vec::<String>::new(), "schemas left behind");
     // `mutate` says the same after its signal.
-    let run = Run::start_command("mutate", &pg.url(), &["--dialects", &copy.path(), "--scenarios", "scenarios/grace"]);
+    let run = Run::start_command(
+        &["mutate"],
+        "postgres",
+        &pg.url(),
+        &["--dialects", &copy.path(), "--scenarios", "scenarios/grace"],
+    );
     until_a_namespace(&pg).await;
     run.signal(libc::SIGINT);
     let (code, out) = run.finish();
