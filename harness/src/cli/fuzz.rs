@@ -1,20 +1,25 @@
 //! `reapcheck fuzz`: generated scenarios on the model and each target; the
 //! first difference per target is shrunk, saved as a scenario file and
 //! printed with the one-line command that reruns it. Ends with the cases per
-//! second of each target.
+//! second of each target. Database targets fuzz at once where they are
+//! different servers ([`super::at_once`]); adapters after them.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use reapcheck::adapter::target::AdapterTarget;
+use reapcheck::backend::Server;
 use reapcheck::config::AdapterConfig;
+use reapcheck::dialect::Dialect;
 use reapcheck::fuzz::{self, Compared, FuzzSettings, TargetFuzz};
 use reapcheck::interrupt;
 use reapcheck::progress::Progress;
 use reapcheck::runner::{self, Verdict};
 
 use reapcheck::reach;
+use reapcheck::target::Target;
 
+use super::at_once;
 use super::inputs::report;
 use super::one_server::{self, Reached, random_seed};
 use super::{EXIT_FAILED, EXIT_INVALID};
@@ -96,40 +101,39 @@ pub fn fuzz(args: FuzzArgs) -> ExitCode {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime starts");
     let (mut green, mut failed, mut skipped) = (0, 0, 0);
     let mut rates = Vec::new();
+    // Every target reached first, in target order (a skip or a failure
+    // prints its line then); the reached ones fuzz at once, one after
+    // another where they share a server (`at_once`), each printing its
+    // result when every target before it has.
+    let mut reached = Vec::new();
     for &target in &targets {
         if interrupt::interrupted().is_some() {
             break;
         }
-        let dialect = dialects.iter().find(|d| d.name == target.dialect()).expect("loaded for every target");
-        let (server, _keep) = match one_server::reach(&runtime, target, &required) {
-            Reached::Ready(server, keep) => (server, keep),
-            Reached::Skipped => {
-                skipped += 1;
-                continue;
-            }
-            Reached::Failed => {
-                failed += 1;
-                continue;
-            }
-        };
-        let on = format!("{target} [{}]", server.version());
-        let spinner = Progress::spinner(&format!("fuzz {target}: {} cases", args.cases));
-        let result = fuzz::fuzz_with(&settings, |loaded| {
-            unless_interrupted(|| runtime.block_on(fuzz::compare(&server, dialect, target, loaded)))
-        });
-        drop(spinner);
-        runtime.block_on(server.close());
-        rates.push(format!("{target} {:.0}", result.cases_per_second()));
-        let sql = match &args.dialects {
-            Some(d) => format!("through the {} dialect in {}", dialect.name, d.display()),
-            None => format!("through the built-in {} dialect", dialect.name),
-        };
-        let skipped_why = format!("{}'s profile declares absent", dialect.name);
-        if print_result(&on, target.name(), &sql, &skipped_why, &result, &args, seed) {
-            green += 1;
-        } else {
-            failed += 1;
+        match one_server::reach(&runtime, target, &required) {
+            Reached::Ready(server, keep) => reached.push((target, server, keep)),
+            Reached::Skipped => skipped += 1,
+            Reached::Failed => failed += 1,
         }
+    }
+    if !reached.is_empty() {
+        let names: Vec<&str> = reached.iter().map(|(t, ..)| t.name()).collect();
+        let spinner = Progress::spinner(&format!("fuzz {}: {} cases each", names.join(", "), args.cases));
+        let board = at_once::Board::new(reached.len(), |text| spinner.suspend(|| print!("{text}")));
+        let servers = at_once::servers(reached.iter().map(|(t, ..)| *t));
+        let mut keep = Vec::new();
+        let mut runs = Vec::new();
+        for (i, (target, server, kept)) in reached.into_iter().enumerate() {
+            keep.push(kept);
+            let dialect = dialects.iter().find(|d| d.name == target.dialect()).expect("loaded for every target");
+            let (out, runtime, settings, args) = (board.out(i), &runtime, &settings, &args);
+            runs.push(move || fuzz_target(runtime, target, server, dialect, settings, args, out));
+        }
+        for (agreed, rate) in at_once::run_blocking(&board, &servers, runs).into_iter().flatten() {
+            rates.push(rate);
+            if agreed { green += 1 } else { failed += 1 }
+        }
+        drop(keep);
     }
     for config in &adapters {
         if interrupt::interrupted().is_some() {
@@ -151,7 +155,9 @@ pub fn fuzz(args: FuzzArgs) -> ExitCode {
         runtime.block_on(target.close());
         rates.push(format!("{name} {:.1}", result.cases_per_second()));
         let skipped_why = format!("{name}'s handshake declares absent");
-        if print_result(&on, &name, "through its adapter", &skipped_why, &result, &args, seed) {
+        let (agreed, text) = result_text(&on, &name, "through its adapter", &skipped_why, &result, &args, seed);
+        print!("{text}");
+        if agreed {
             green += 1;
         } else {
             failed += 1;
@@ -173,6 +179,39 @@ pub fn fuzz(args: FuzzArgs) -> ExitCode {
         return ExitCode::from(EXIT_FAILED);
     }
     if failed > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
+}
+
+/// Fuzzes one database target on `server`, its result to `out`; whether
+/// it agreed on every case and its cases per second, or `None` when a
+/// signal came before it started (then it printed nothing and counts
+/// neither way).
+fn fuzz_target(
+    runtime: &tokio::runtime::Runtime,
+    target: Target,
+    server: Server,
+    dialect: &Dialect,
+    settings: &FuzzSettings,
+    args: &FuzzArgs,
+    out: at_once::Out<'_, '_>,
+) -> Option<(bool, String)> {
+    if interrupt::interrupted().is_some() {
+        runtime.block_on(server.close());
+        return None;
+    }
+    let on = format!("{target} [{}]", server.version());
+    let result = fuzz::fuzz_with(settings, |loaded| {
+        unless_interrupted(|| runtime.block_on(fuzz::compare(&server, dialect, target, loaded)))
+    });
+    runtime.block_on(server.close());
+    let rate = format!("{target} {:.0}", result.cases_per_second());
+    let sql = match &args.dialects {
+        Some(d) => format!("through the {} dialect in {}", dialect.name, d.display()),
+        None => format!("through the built-in {} dialect", dialect.name),
+    };
+    let skipped_why = format!("{}'s profile declares absent", dialect.name);
+    let (agreed, text) = result_text(&on, target.name(), &sql, &skipped_why, &result, args, settings.seed);
+    out.print(&text);
+    Some((agreed, rate))
 }
 
 /// Fuzzes an adapter target: each generated case played through it and
@@ -204,10 +243,10 @@ fn unless_interrupted(compare: impl FnOnce() -> Result<Compared, String>) -> Res
     if interrupt::interrupted().is_some() { Ok(Compared::Skipped) } else { compared }
 }
 
-/// Prints one target's result; true when it agreed on every case. `sql`
+/// One target's result, its lines; true when it agreed on every case. `sql`
 /// says what ran (`through the built-in sqlite dialect`), `skipped_why`
 /// who declares a skipped case's feature absent.
-fn print_result(
+fn result_text(
     on: &str,
     target: &str,
     sql: &str,
@@ -215,33 +254,41 @@ fn print_result(
     r: &TargetFuzz,
     args: &FuzzArgs,
     seed: u64,
-) -> bool {
+) -> (bool, String) {
+    use std::fmt::Write as _;
+    let mut text = String::new();
     let seconds = r.elapsed.as_secs_f64();
     let Some(failure) = &r.failure else {
         let compared = r.cases - r.skipped;
         if compared == 0 {
-            println!("FAIL     {on}: none of {} cases ran: each needs a feature the profile declares absent", r.cases);
-            return false;
+            let _ = writeln!(
+                text,
+                "FAIL     {on}: none of {} cases ran: each needs a feature the profile declares absent",
+                r.cases
+            );
+            return (false, text);
         }
         if r.skipped > 0 {
-            println!(
+            let _ = writeln!(
+                text,
                 "ok       {on}: {compared} cases agree with the model, {} skipped: they need a feature \
                  {skipped_why} ({seconds:.1} s)",
                 r.skipped
             );
         } else {
-            println!("ok       {on}: {compared} cases agree with the model ({seconds:.1} s)");
+            let _ = writeln!(text, "ok       {on}: {compared} cases agree with the model ({seconds:.1} s)");
         }
-        return true;
+        return (true, text);
     };
-    println!(
+    let _ = writeln!(
+        text,
         "FAIL     {on}: case {} of {} differs; shrunk in {} runs ({seconds:.1} s)",
         r.cases, args.cases, r.shrink_runs
     );
     for line in failure.reason.lines() {
-        println!("    {line}");
+        let _ = writeln!(text, "    {line}");
     }
-    let Some(case) = &failure.case else { return false };
+    let Some(case) = &failure.case else { return (false, text) };
     // A file name without the `:` of `adapter:<name>`.
     let name = format!("{}-{seed}", target.replace(':', "-"));
     let mut rerun = format!("reapcheck run --db {target} --scenarios {}", args.out.display());
@@ -255,15 +302,17 @@ fn print_result(
     );
     match fuzz::save(&args.out, &name, &case.to_scenario(&description)) {
         Ok(path) => {
-            println!("    {}:1: the shrunk case", path.display());
-            println!("    rerun: {rerun}");
+            let _ = writeln!(text, "    {}:1: the shrunk case", path.display());
+            let _ = writeln!(text, "    rerun: {rerun}");
             let mut explain = format!("reapcheck explain {} --db {target}", path.display());
             if let Some(d) = &args.dialects {
                 explain.push_str(&format!(" --dialects {}", d.display()));
             }
-            println!("    step by step beside the model: {explain}");
+            let _ = writeln!(text, "    step by step beside the model: {explain}");
         }
-        Err(e) => println!("    error: {e}"),
+        Err(e) => {
+            let _ = writeln!(text, "    error: {e}");
+        }
     }
-    false
+    (false, text)
 }

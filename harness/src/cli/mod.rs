@@ -2,6 +2,7 @@
 //! 1 when something failed, 2 on invalid input.
 
 mod adapter;
+mod at_once;
 mod bench;
 mod bench_compare;
 mod check;

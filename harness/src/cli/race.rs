@@ -1,6 +1,7 @@
 //! `reapcheck race`: the dialects' statements under real concurrency on
 //! live servers, for a bounded time, then the history checked (see
-//! `reapcheck::race`). Loopback servers only.
+//! `reapcheck::race`). Loopback servers only. Targets race at once where
+//! they are different servers ([`super::at_once`]).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,6 +15,7 @@ use reapcheck::race::history::Res;
 use reapcheck::race::workload::{self, Place, Settings};
 use reapcheck::target::Target;
 
+use super::at_once::{self, Out};
 use super::inputs::report;
 use reapcheck::reach;
 
@@ -193,6 +195,11 @@ pub fn race(args: RaceArgs) -> ExitCode {
     interrupt::install();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("a runtime starts");
     let (mut passed, mut failed, mut skipped) = (0, 0, 0);
+    // Every target reached first, in target order (a skip or a failure
+    // prints its line then); the reached ones race at once, one after
+    // another where they share a server (`at_once`), each printing its
+    // lines when every target before it has.
+    let mut reached = Vec::new();
     for &target in &targets {
         if interrupt::interrupted().is_some() {
             break;
@@ -217,28 +224,24 @@ pub fn race(args: RaceArgs) -> ExitCode {
             skipped += 1;
             continue;
         }
-        let (server, _keep) = match one_server::reach(&runtime, target, &required) {
-            Reached::Ready(server, keep) => (server, keep),
-            Reached::Skipped => {
-                skipped += 1;
-                continue;
-            }
-            Reached::Failed => {
-                failed += 1;
-                continue;
-            }
-        };
-        let on = format!("{target} [{}]", server.version());
-        let history = args.history.as_ref().map(|d| d.join(format!("{target}.history")));
-        let ok = if args.directed {
-            let rounds = args.jobs.unwrap_or(8);
-            runtime.block_on(race_directed(&on, &server, dialect, rounds, history))
-        } else {
-            runtime.block_on(race_rounds(&on, &server, dialect, &settings, args.rounds, history))
-        };
-        runtime.block_on(server.close());
+        match one_server::reach(&runtime, target, &required) {
+            Reached::Ready(server, keep) => reached.push((target, dialect, server, keep)),
+            Reached::Skipped => skipped += 1,
+            Reached::Failed => failed += 1,
+        }
+    }
+    let board = at_once::Board::new(reached.len(), |text| print!("{text}"));
+    let servers = at_once::servers(reached.iter().map(|(t, ..)| *t));
+    let mut keep = Vec::new();
+    let mut runs = Vec::new();
+    for (i, (target, dialect, server, kept)) in reached.into_iter().enumerate() {
+        keep.push(kept);
+        runs.push(race_target(&args, &settings, target, dialect, server, board.out(i)));
+    }
+    for ok in runtime.block_on(at_once::run(&board, &servers, runs)).into_iter().flatten() {
         if ok { passed += 1 } else { failed += 1 }
     }
+    drop(keep);
     println!("{passed} passed, {failed} failed, {skipped} skipped");
     if let Some(signal) = interrupt::interrupted() {
         println!(
@@ -254,6 +257,33 @@ pub fn race(args: RaceArgs) -> ExitCode {
     if failed > 0 { ExitCode::from(EXIT_FAILED) } else { ExitCode::SUCCESS }
 }
 
+/// Races one target on `server` (`--directed` or `--rounds`), its lines
+/// to `out`: whether it passed, or `None` when a signal came before it
+/// started (then it printed nothing and counts neither way).
+async fn race_target(
+    args: &RaceArgs,
+    settings: &Settings,
+    target: Target,
+    dialect: &Dialect,
+    server: Server,
+    out: Out<'_, '_>,
+) -> Option<bool> {
+    if interrupt::interrupted().is_some() {
+        server.close().await;
+        return None;
+    }
+    let on = format!("{target} [{}]", server.version());
+    let history = args.history.as_ref().map(|d| d.join(format!("{target}.history")));
+    let ok = if args.directed {
+        let rounds = args.jobs.unwrap_or(8);
+        race_directed(&on, &server, dialect, rounds, history, out).await
+    } else {
+        race_rounds(&on, &server, dialect, settings, args.rounds, history, out).await
+    };
+    server.close().await;
+    Some(ok)
+}
+
 /// Races one target up to `rounds` times, round k with seed `seed + k -
 /// 1`, and prints its line: `ok` with the last round's figures when every
 /// round passed, else `FAIL` with the failing round's. True when it passed.
@@ -264,6 +294,7 @@ async fn race_rounds(
     settings: &Settings,
     rounds: u32,
     history: Option<PathBuf>,
+    out: Out<'_, '_>,
 ) -> bool {
     for round in 1..=rounds {
         if interrupt::interrupted().is_some() {
@@ -276,13 +307,13 @@ async fn race_rounds(
             on.to_owned()
         };
         let last = round == rounds;
-        match race_one(&on, server, dialect, &settings, history.clone()).await {
+        match race_one(&on, server, dialect, &settings, history.clone(), out).await {
             Round::Failed => return false,
             Round::Passed(summary) if last => {
-                println!("ok       {on}: {summary}");
+                out.line(format!("ok       {on}: {summary}"));
                 return true;
             }
-            Round::Passed(summary) => println!("    passed {on}: {summary}"),
+            Round::Passed(summary) => out.line(format!("    passed {on}: {summary}")),
         }
     }
     false
@@ -290,7 +321,14 @@ async fn race_rounds(
 
 /// Races one target through the directed interleaving and prints its
 /// line; true when it passed.
-async fn race_directed(on: &str, server: &Server, dialect: &Dialect, rounds: u32, history: Option<PathBuf>) -> bool {
+async fn race_directed(
+    on: &str,
+    server: &Server,
+    dialect: &Dialect,
+    rounds: u32,
+    history: Option<PathBuf>,
+    out: Out<'_, '_>,
+) -> bool {
     let file = std::env::temp_dir().join(format!("reapcheck-race-{}-{}.db", std::process::id(), nanos()));
     let place = if server.is_sqlite() { Place::SqliteFile(file.clone()) } else { Place::Server(server) };
     let result = reapcheck::race::directed::run(place, dialect, rounds).await;
@@ -298,9 +336,9 @@ async fn race_directed(on: &str, server: &Server, dialect: &Dialect, rounds: u32
         let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
     }
     let expectations = reapcheck::race::directed::expectations(rounds);
-    match judge(on, result, &expectations, history) {
+    match judge(on, result, &expectations, history, out) {
         Round::Passed(summary) => {
-            println!("ok       {on}: {summary}");
+            out.line(format!("ok       {on}: {summary}"));
             true
         }
         Round::Failed => false,
@@ -323,6 +361,7 @@ async fn race_one(
     dialect: &Dialect,
     settings: &Settings,
     history: Option<PathBuf>,
+    out: Out<'_, '_>,
 ) -> Round {
     let file = std::env::temp_dir().join(format!("reapcheck-race-{}-{}.db", std::process::id(), nanos()));
     let place = if server.is_sqlite() { Place::SqliteFile(file.clone()) } else { Place::Server(server) };
@@ -330,7 +369,7 @@ async fn race_one(
     for suffix in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{suffix}", file.display()));
     }
-    judge(on, result, &settings.expectations(), history)
+    judge(on, result, &settings.expectations(), history, out)
 }
 
 /// Checks a race's history, writes it to `history` when asked, and prints
@@ -340,11 +379,12 @@ fn judge(
     result: Result<workload::Race, workload::RaceError>,
     expectations: &check::Expectations,
     history: Option<PathBuf>,
+    out: Out<'_, '_>,
 ) -> Round {
     let race = match result {
         Ok(r) => r,
         Err(e) => {
-            println!("FAIL     {on}: the race did not run: {e}");
+            out.line(format!("FAIL     {on}: the race did not run: {e}"));
             return Round::Failed;
         }
     };
@@ -355,7 +395,7 @@ fn judge(
         text.extend(race.rows.iter().map(|r| format!("final {r:?}\n")));
         let written = path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| std::fs::write(&path, text));
         if let Err(e) = written {
-            println!("    cannot write {}: {e}", path.display());
+            out.line(format!("    cannot write {}: {e}", path.display()));
         }
     }
     let checking = std::time::Instant::now();
@@ -391,16 +431,16 @@ fn judge(
     if violations.is_empty() && errors.is_empty() && reclaims > 0 {
         return Round::Passed(summary);
     }
-    println!("FAIL     {on}: {summary}");
+    out.line(format!("FAIL     {on}: {summary}"));
     if reclaims == 0 {
-        println!("    no death was reclaimed: race longer (--seconds) or with a faster clock (--scale)");
+        out.line("    no death was reclaimed: race longer (--seconds) or with a faster clock (--scale)");
     }
     if !errors.is_empty() {
-        println!("    {} operations failed with a database error; the first: {}", errors.len(), errors[0]);
+        out.line(format!("    {} operations failed with a database error; the first: {}", errors.len(), errors[0]));
     }
-    println!("    {} violations", violations.len());
+    out.line(format!("    {} violations", violations.len()));
     for v in violations.iter().take(10) {
-        println!("    {v}");
+        out.line(format!("    {v}"));
     }
     Round::Failed
 }

@@ -2,7 +2,9 @@
 //! per scenario and target, and a closing line that counts the model and
 //! each database target apart (`model: N passed, 0 failed; sqlite: N
 //! passed, 0 failed, 0 skipped`), so that model checks are never counted
-//! under a database's name.
+//! under a database's name. The database targets run at once where they are
+//! different servers ([`super::at_once`]), each target's lines printed
+//! together, in target order; adapter targets run after them.
 
 use std::panic::AssertUnwindSafe;
 use std::process::ExitCode;
@@ -24,6 +26,7 @@ use reapcheck::snapshot;
 use reapcheck::target::Target;
 use reapcheck::trace;
 
+use super::at_once;
 use super::inputs::report;
 use super::{EXIT_FAILED, EXIT_INVALID, Inputs};
 
@@ -564,7 +567,7 @@ fn interrupted_line(signal: &str, left: &[Left]) -> String {
 }
 
 async fn run_all(args: &RunArgs, plan: &Plan<'_>) -> (Vec<CaseRecord>, Vec<Coverage>, Vec<Left>) {
-    let Plan { scenarios, targets, must_run, required, dialects, root, .. } = *plan;
+    let Plan { scenarios, targets, root, .. } = *plan;
     let mut records = Vec::new();
     let mut coverages = Vec::new();
     let mut left = Vec::new();
@@ -582,7 +585,7 @@ async fn run_all(args: &RunArgs, plan: &Plan<'_>) -> (Vec<CaseRecord>, Vec<Cover
             Err(panic) => {
                 let verdict = Verdict::Fail(runner::panicked("model", panic.as_ref()).to_string());
                 let record = record(s, "model", "model", verdict, started, None, args);
-                progress.suspend(|| print_line(&record, s, args.quiet));
+                progress.suspend(|| print!("{}", case_text(&record, s, args.quiet)));
                 progress.inc(1);
                 records.push(record);
                 models.push(None);
@@ -607,167 +610,182 @@ async fn run_all(args: &RunArgs, plan: &Plan<'_>) -> (Vec<CaseRecord>, Vec<Cover
         model.verdict = runner::under_ci(model.verdict, &format!("reapcheck run --accept --exact {}", s.name));
         let hash = Some(outcomes::hash(model.yaml.as_bytes()));
         let record = record(s, "model", "model", model.verdict.clone(), started, hash, args);
-        progress.suspend(|| print_line(&record, s, args.quiet));
+        progress.suspend(|| print!("{}", case_text(&record, s, args.quiet)));
         progress.inc(1);
         records.push(record);
         models.push(Some(model));
     }
-    for &target in targets {
-        let dialect = dialects.iter().find(|d| d.name == target.dialect()).expect("loaded for every target");
-        if let Some(signal) = interrupt::interrupted() {
-            let verdict = not_started(signal);
-            records.extend(
-                scenarios
-                    .iter()
-                    .map(|s| record(s, target.name(), NOT_RUN, verdict.clone(), Instant::now(), None, args)),
-            );
-            continue;
-        }
-        let (mut server, _container) = match reach::reach(target).await {
-            Reach::Ready(server, keep) => (server, keep),
-            Reach::Skipped(reason) if !must_run.contains(&target) => {
-                progress.suspend(|| println!("skipped: {target} ({} scenarios): {reason}", scenarios.len()));
-                progress.inc(scenarios.len() as u64);
-                let verdict = Verdict::Skipped(reason);
-                records.extend(
-                    scenarios
-                        .iter()
-                        .map(|s| record(s, target.name(), NOT_RUN, verdict.clone(), Instant::now(), None, args)),
-                );
-                continue;
-            }
-            reached @ (Reach::Skipped(_) | Reach::Unreachable(_)) => {
-                let (why, reason) = match reached {
-                    _ if required.contains(&target) => (" (required)", reached.reason()),
-                    Reach::Skipped(reason) => {
-                        (" (named as a target: give --allow-skip to report it skipped, or `--db all`)", reason)
-                    }
-                    _ => ("", reached.reason()),
-                };
-                progress
-                    .suspend(|| println!("FAIL     {target}{why} ({} scenarios not run): {reason}", scenarios.len()));
-                progress.inc(scenarios.len() as u64);
-                let verdict = Verdict::Fail(format!("not run: {reason}"));
-                records.extend(
-                    scenarios
-                        .iter()
-                        .map(|s| record(s, target.name(), NOT_REACHED, verdict.clone(), Instant::now(), None, args)),
-                );
-                continue;
-            }
-        };
-        // The pool's bound: at most one session per scenario at once.
-        server.limit_connections(args.jobs.max(1));
-        let swept = runner::sweep(&server, dialect).await;
-        if !swept.removed.is_empty() {
-            println!(
-                "removed {} namespaces left on {target} by earlier runs (their process is gone, or they are over {} h old)",
-                swept.removed.len(),
-                reapcheck::namespace::MAX_AGE.as_secs() / 3600
-            );
-        }
-        swept.errors.iter().for_each(|e| println!("warning: {target}: {e}"));
-        let version = server.version().to_owned();
-        if !dialect.profile.declared.is_empty() {
-            println!("profile of {} on {target}: {}", dialect.name, dialect.profile);
-        }
-        if !dialect.profile.is_reference() {
-            println!(
-                "{target} is compared with the model under this profile, not with the snapshots (the reference claim)"
-            );
-        }
-        let cases = scenarios.iter().zip(&models).map(|(s, model)| {
-            let (server, version) = (&server, &version);
-            async move {
-                let started = Instant::now();
-                let model = match (interrupt::interrupted(), model) {
-                    (Some(signal), _) => {
-                        return (
-                            s,
-                            record(s, target.name(), version, not_started(signal), started, None, args),
-                            Vec::new(),
-                            None,
-                        );
-                    }
-                    (None, None) => {
-                        let verdict = Verdict::Fail("not run: the model panicked on this scenario".to_owned());
-                        return (s, record(s, target.name(), version, verdict, started, None, args), Vec::new(), None);
-                    }
-                    (None, Some(model)) => model,
-                };
-                let checked = AssertUnwindSafe(runner::check_target(s, target, server, dialect, model)).catch_unwind();
-                let run = match checked.await {
-                    Ok(run) => run,
-                    Err(panic) => {
-                        let verdict = Verdict::Fail(runner::panicked("check", panic.as_ref()).to_string());
-                        return (s, record(s, target.name(), version, verdict, started, None, args), Vec::new(), None);
-                    }
-                };
-                let traced = match (args.trace, &run.verdict) {
-                    (true, v) if !v.is_failure() => Some(trace::trace(server, dialect, s, target.name()).await),
-                    _ => None,
-                };
-                let mut verdict = run.verdict;
-                let declared = s.scenario.divergence.keys().any(|t| t.as_str() == target.name());
-                if let (true, Verdict::New, true, Some(yaml)) = (args.accept, &verdict, declared, &run.yaml) {
-                    verdict = accept_divergence(s, target, yaml, root);
-                }
-                let pin = dialect.pins.get(&s.name);
-                if let (true, Verdict::New, false, Some(pin), Some(document)) =
-                    (args.accept, &verdict, declared, pin, &run.yaml)
-                {
-                    verdict = accept_pin(pin, document);
-                }
-                // A pin that holds only its reason pins nothing yet: it must
-                // never let the case it names pass (docs/policy.md, "Pinned outcomes").
-                if let (false, Verdict::New, false, Some(pin)) = (args.accept, &verdict, declared, pin) {
-                    verdict = Verdict::Fail(format!(
-                        "{} has a reason but no `outcome` yet, so nothing is compared: record what {target} gives \
-                         with `reapcheck run --db {target} --accept --exact {}` and read it before committing",
-                        pin.path.display(),
-                        s.name
-                    ));
-                }
-                let accept = format!("reapcheck run --db {target} --accept --exact {}", s.name);
-                let verdict = runner::under_ci(verdict, &accept);
-                // Hashes are comparable across targets only under the reference profile.
-                let hash = run.yaml.as_ref().filter(|_| dialect.profile.is_reference());
-                let hash = hash.map(|y| outcomes::hash(y.as_bytes()));
-                (s, record(s, target.name(), version, verdict, started, hash, args), run.log, traced)
-            }
-        });
-        let mut coverage = Coverage::new(target.name(), dialect);
-        let mut results = stream::iter(cases).buffered(args.jobs.max(1));
-        while let Some((s, record, log, traced)) = results.next().await {
-            progress.suspend(|| {
-                print_line(&record, s, args.quiet);
-                if let Some(t) = traced {
-                    print!("{}", indent(&t));
-                }
-            });
-            progress.inc(1);
-            match record.verdict {
-                Verdict::Skipped(_) => coverage.add_skipped(),
-                Verdict::Fail(_) => {
-                    coverage.add(&log);
-                    coverage.add_failed();
-                }
-                _ => coverage.add(&log),
-            }
-            records.push(record);
-        }
-        drop(results);
-        if let Some(why) = server.stopped_answering() {
-            progress.suspend(|| println!("{target}: {why}; the cases after it failed without running"));
-        }
-        let (here, lines) = Left::check(&server, target).await;
-        progress.suspend(|| lines.iter().for_each(|l| println!("{l}")));
-        left.push(here);
-        server.close().await;
-        coverages.push(coverage);
+    // The database targets at once (one after another where they share a
+    // server), each printing through its own `Out`, in target order.
+    let board = at_once::Board::new(targets.len(), |text| progress.suspend(|| print!("{text}")));
+    let servers = at_once::servers(targets.iter().copied());
+    let runs =
+        targets.iter().enumerate().map(|(i, &target)| run_target(args, plan, &models, &progress, target, board.out(i)));
+    for run in at_once::run(&board, &servers, runs.collect()).await {
+        records.extend(run.records);
+        coverages.extend(run.coverage);
+        left.extend(run.left);
     }
     run_adapters(args, plan, &models, &progress, &mut records).await;
     (records, coverages, left)
+}
+
+/// What one database target came to: its records in scenario order, its
+/// coverage and what its server still holds of this run (neither when it
+/// was not reached).
+struct TargetRun {
+    records: Vec<CaseRecord>,
+    coverage: Option<Coverage>,
+    left: Option<Left>,
+}
+
+/// Plays every scenario on `target`, `--jobs` at once, its lines to `out`.
+async fn run_target(
+    args: &RunArgs,
+    plan: &Plan<'_>,
+    models: &[Option<runner::ModelRun>],
+    progress: &Progress,
+    target: Target,
+    out: at_once::Out<'_, '_>,
+) -> TargetRun {
+    let Plan { scenarios, must_run, required, dialects, root, .. } = *plan;
+    let not_run = |verdict: Verdict, server: &str| {
+        let records =
+            scenarios.iter().map(|s| record(s, target.name(), server, verdict.clone(), Instant::now(), None, args));
+        TargetRun { records: records.collect(), coverage: None, left: None }
+    };
+    let dialect = dialects.iter().find(|d| d.name == target.dialect()).expect("loaded for every target");
+    if let Some(signal) = interrupt::interrupted() {
+        return not_run(not_started(signal), NOT_RUN);
+    }
+    let (mut server, _container) = match reach::reach(target).await {
+        Reach::Ready(server, keep) => (server, keep),
+        Reach::Skipped(reason) if !must_run.contains(&target) => {
+            out.line(format!("skipped: {target} ({} scenarios): {reason}", scenarios.len()));
+            progress.inc(scenarios.len() as u64);
+            return not_run(Verdict::Skipped(reason), NOT_RUN);
+        }
+        reached @ (Reach::Skipped(_) | Reach::Unreachable(_)) => {
+            let (why, reason) = match reached {
+                _ if required.contains(&target) => (" (required)", reached.reason()),
+                Reach::Skipped(reason) => {
+                    (" (named as a target: give --allow-skip to report it skipped, or `--db all`)", reason)
+                }
+                _ => ("", reached.reason()),
+            };
+            out.line(format!("FAIL     {target}{why} ({} scenarios not run): {reason}", scenarios.len()));
+            progress.inc(scenarios.len() as u64);
+            return not_run(Verdict::Fail(format!("not run: {reason}")), NOT_REACHED);
+        }
+    };
+    // The pool's bound: at most one session per scenario at once.
+    server.limit_connections(args.jobs.max(1));
+    let swept = runner::sweep(&server, dialect).await;
+    if !swept.removed.is_empty() {
+        out.line(format!(
+            "removed {} namespaces left on {target} by earlier runs (their process is gone, or they are over {} h old)",
+            swept.removed.len(),
+            reapcheck::namespace::MAX_AGE.as_secs() / 3600
+        ));
+    }
+    swept.errors.iter().for_each(|e| out.line(format!("warning: {target}: {e}")));
+    let version = server.version().to_owned();
+    if !dialect.profile.declared.is_empty() {
+        out.line(format!("profile of {} on {target}: {}", dialect.name, dialect.profile));
+    }
+    if !dialect.profile.is_reference() {
+        out.line(format!(
+            "{target} is compared with the model under this profile, not with the snapshots (the reference claim)"
+        ));
+    }
+    let cases = scenarios.iter().zip(models).map(|(s, model)| {
+        let (server, version) = (&server, &version);
+        async move {
+            let started = Instant::now();
+            let model = match (interrupt::interrupted(), model) {
+                (Some(signal), _) => {
+                    return (
+                        s,
+                        record(s, target.name(), version, not_started(signal), started, None, args),
+                        Vec::new(),
+                        None,
+                    );
+                }
+                (None, None) => {
+                    let verdict = Verdict::Fail("not run: the model panicked on this scenario".to_owned());
+                    return (s, record(s, target.name(), version, verdict, started, None, args), Vec::new(), None);
+                }
+                (None, Some(model)) => model,
+            };
+            let checked = AssertUnwindSafe(runner::check_target(s, target, server, dialect, model)).catch_unwind();
+            let run = match checked.await {
+                Ok(run) => run,
+                Err(panic) => {
+                    let verdict = Verdict::Fail(runner::panicked("check", panic.as_ref()).to_string());
+                    return (s, record(s, target.name(), version, verdict, started, None, args), Vec::new(), None);
+                }
+            };
+            let traced = match (args.trace, &run.verdict) {
+                (true, v) if !v.is_failure() => Some(trace::trace(server, dialect, s, target.name()).await),
+                _ => None,
+            };
+            let mut verdict = run.verdict;
+            let declared = s.scenario.divergence.keys().any(|t| t.as_str() == target.name());
+            if let (true, Verdict::New, true, Some(yaml)) = (args.accept, &verdict, declared, &run.yaml) {
+                verdict = accept_divergence(s, target, yaml, root, out);
+            }
+            let pin = dialect.pins.get(&s.name);
+            if let (true, Verdict::New, false, Some(pin), Some(document)) =
+                (args.accept, &verdict, declared, pin, &run.yaml)
+            {
+                verdict = accept_pin(pin, document, out);
+            }
+            // A pin that holds only its reason pins nothing yet: it must
+            // never let the case it names pass (docs/policy.md, "Pinned outcomes").
+            if let (false, Verdict::New, false, Some(pin)) = (args.accept, &verdict, declared, pin) {
+                verdict = Verdict::Fail(format!(
+                    "{} has a reason but no `outcome` yet, so nothing is compared: record what {target} gives \
+                     with `reapcheck run --db {target} --accept --exact {}` and read it before committing",
+                    pin.path.display(),
+                    s.name
+                ));
+            }
+            let accept = format!("reapcheck run --db {target} --accept --exact {}", s.name);
+            let verdict = runner::under_ci(verdict, &accept);
+            // Hashes are comparable across targets only under the reference profile.
+            let hash = run.yaml.as_ref().filter(|_| dialect.profile.is_reference());
+            let hash = hash.map(|y| outcomes::hash(y.as_bytes()));
+            (s, record(s, target.name(), version, verdict, started, hash, args), run.log, traced)
+        }
+    });
+    let mut records = Vec::with_capacity(scenarios.len());
+    let mut coverage = Coverage::new(target.name(), dialect);
+    let mut results = stream::iter(cases).buffered(args.jobs.max(1));
+    while let Some((s, record, log, traced)) = results.next().await {
+        let mut text = case_text(&record, s, args.quiet);
+        if let Some(t) = traced {
+            text.push_str(&indent(&t));
+        }
+        out.print(&text);
+        progress.inc(1);
+        match record.verdict {
+            Verdict::Skipped(_) => coverage.add_skipped(),
+            Verdict::Fail(_) => {
+                coverage.add(&log);
+                coverage.add_failed();
+            }
+            _ => coverage.add(&log),
+        }
+        records.push(record);
+    }
+    drop(results);
+    if let Some(why) = server.stopped_answering() {
+        out.line(format!("{target}: {why}; the cases after it failed without running"));
+    }
+    let (here, lines) = Left::check(&server, target).await;
+    lines.iter().for_each(|l| out.line(l));
+    server.close().await;
+    TargetRun { records, coverage: Some(coverage), left: Some(here) }
 }
 
 /// Plays every scenario through each adapter target in turn, one scenario
@@ -847,12 +865,11 @@ async fn run_adapters(
             // `verdict` then compares it with SQL mode's and the model's.
             let hash = document.map(|d| outcomes::hash(d.as_bytes()));
             let record = record(s, &name, target.label(), verdict, started, hash, args);
-            progress.suspend(|| {
-                print_line(&record, s, args.quiet);
-                if let Some(t) = &traced {
-                    print!("{}", indent(t));
-                }
-            });
+            let mut text = case_text(&record, s, args.quiet);
+            if let Some(t) = &traced {
+                text.push_str(&indent(t));
+            }
+            progress.suspend(|| print!("{text}"));
             progress.inc(1);
             records.push(record);
         }
@@ -935,60 +952,71 @@ fn record(
 }
 
 /// Writes the port's document into a pin that had only its reason
-/// (docs/policy.md, "Pinned outcomes").
-fn accept_pin(pin: &reapcheck::dialect::pins::Pin, document: &str) -> Verdict {
+/// (docs/policy.md, "Pinned outcomes"); says so on `out`.
+fn accept_pin(pin: &reapcheck::dialect::pins::Pin, document: &str, out: at_once::Out<'_, '_>) -> Verdict {
     match std::fs::write(&pin.path, reapcheck::dialect::pins::render(&pin.reason, document)) {
         Ok(()) => {
-            println!("wrote {}", pin.path.display());
+            out.line(format!("wrote {}", pin.path.display()));
             Verdict::New
         }
         Err(e) => Verdict::Fail(format!("cannot write {}: {e}", pin.path.display())),
     }
 }
 
-/// Writes a declared divergence's own snapshot from the target's outcome.
-fn accept_divergence(s: &LoadedScenario, target: Target, yaml: &str, root: &std::path::Path) -> Verdict {
+/// Writes a declared divergence's own snapshot from the target's outcome;
+/// says so on `out`.
+fn accept_divergence(
+    s: &LoadedScenario,
+    target: Target,
+    yaml: &str,
+    root: &std::path::Path,
+    out: at_once::Out<'_, '_>,
+) -> Verdict {
     let path = snapshot::path(&s.path, Some(target.name()));
     match snapshot::write(&path, snapshot::source(root), &snapshot::input_file(&s.path, root), yaml) {
         Ok(()) => {
-            println!("wrote {}", path.display());
+            out.line(format!("wrote {}", path.display()));
             Verdict::New
         }
         Err(e) => Verdict::Fail(format!("cannot write {}: {e}", path.display())),
     }
 }
 
-/// Prints one case's line; with `quiet`, only a failure's.
-fn print_line(r: &CaseRecord, s: &LoadedScenario, quiet: bool) {
+/// One case's lines; with `quiet`, only a failure's (else nothing).
+fn case_text(r: &CaseRecord, s: &LoadedScenario, quiet: bool) -> String {
+    use std::fmt::Write as _;
+    let mut text = String::new();
     if quiet && !matches!(r.verdict, Verdict::Fail(_)) {
-        return;
+        return text;
     }
     let on = match r.target.strip_prefix(reapcheck::config::ADAPTER_PREFIX) {
         _ if r.target == r.server => r.target.clone(),
         Some(_) if !matches!(r.server.as_str(), NOT_RUN | NOT_REACHED) => format!("{} ({})", r.target, r.server),
         _ => format!("{} [{}]", r.target, r.server),
     };
-    match &r.verdict {
-        Verdict::Ok => println!("ok       {}  on {on}", s.name),
-        Verdict::New => println!("new      {}  on {on}", s.name),
-        Verdict::Diverged(reason) => println!("diverged {}  on {on}: {reason}", s.name),
-        Verdict::Skipped(reason) => println!("skipped: {}  on {on}: {reason}", s.name),
+    let _ = match &r.verdict {
+        Verdict::Ok => writeln!(text, "ok       {}  on {on}", s.name),
+        Verdict::New => writeln!(text, "new      {}  on {on}", s.name),
+        Verdict::Diverged(reason) => writeln!(text, "diverged {}  on {on}: {reason}", s.name),
+        Verdict::Skipped(reason) => writeln!(text, "skipped: {}  on {on}: {reason}", s.name),
         Verdict::Fail(detail) => {
-            println!("FAIL     {}  on {on}", s.name);
+            let _ = writeln!(text, "FAIL     {}  on {on}", s.name);
             for line in detail.lines() {
-                println!("    {line}");
+                let _ = writeln!(text, "    {line}");
             }
             if reapcheck::corpus::is_builtin(&s.path) {
                 // Inside the binary: say how to read it.
-                println!("    {}:1: scenario file (reapcheck list --print {})", s.path.display(), s.name);
+                let _ = writeln!(text, "    {}:1: scenario file (reapcheck list --print {})", s.path.display(), s.name);
             } else {
-                println!("    {}:1: scenario file", s.path.display());
+                let _ = writeln!(text, "    {}:1: scenario file", s.path.display());
             }
-            if let Some(rerun) = &r.rerun {
-                println!("    rerun: {rerun}");
+            match &r.rerun {
+                Some(rerun) => writeln!(text, "    rerun: {rerun}"),
+                None => Ok(()),
             }
         }
-    }
+    };
+    text
 }
 
 /// The one-line command that reruns exactly this case.
