@@ -48,7 +48,11 @@ fn contents(text: &str) -> &str {
 
 /// What is compared: lines without trailing white space, one final newline.
 pub fn normalize(text: &str) -> String {
-    let mut out: String = text.lines().map(|l| format!("{}\n", l.trim_end())).collect();
+    let mut out = String::with_capacity(text.len() + 1);
+    for line in text.lines() {
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
     while out.ends_with("\n\n") {
         out.pop();
     }
