@@ -132,9 +132,9 @@ pub fn load_dir(root: &Path, filters: &[String]) -> Result<Vec<LoadedScenario>, 
     let files = discover(root).map_err(|e| vec![e])?;
     let mut loaded = Vec::new();
     let mut errors = Vec::new();
-    for (name, path) in files {
+    for ((name, _), parsed) in files.iter().zip(parse_all(&files)) {
         let wanted = filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str()));
-        match parse_file(&name, &path) {
+        match parsed {
             Ok(s) if wanted => loaded.push(s),
             Ok(_) => {}
             Err(mut e) => errors.append(&mut e),
@@ -143,10 +143,75 @@ pub fn load_dir(root: &Path, filters: &[String]) -> Result<Vec<LoadedScenario>, 
     if errors.is_empty() { Ok(loaded) } else { Err(errors) }
 }
 
+/// [`parse_file`] of each of `files` (name, path), in their order, on up
+/// to one thread per CPU: parsing is most of what loading a corpus costs
+/// (an eighth of a SQLite corpus run's instructions), and the other cores
+/// are idle then.
+fn parse_all(files: &[(String, PathBuf)]) -> Vec<Result<LoadedScenario, Vec<ScenarioError>>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(files.len());
+    if threads <= 1 {
+        return files.iter().map(|(name, path)| parse_file(name, path)).collect();
+    }
+    // Each thread takes the next file not taken yet: one large file does
+    // not hold up the others' share.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut parsed: Vec<(usize, Result<LoadedScenario, Vec<ScenarioError>>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some((name, path)) = files.get(i) else { return mine };
+                        mine.push((i, parse_file(name, path)));
+                    }
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
+    });
+    parsed.sort_unstable_by_key(|(i, _)| *i);
+    parsed.into_iter().map(|(_, p)| p).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::scenario::Step;
+
+    #[test]
+    fn files_parsed_at_once_come_back_in_their_order_with_their_errors() {
+        let dir = Scratch::new("order");
+        let mut files = Vec::new();
+        for i in 0..40 {
+            let name = format!("s{i:02}");
+            let path = dir.0.join(format!("{name}.yaml"));
+            // Every seventh file is broken; the rest differ by description.
+            let text = match i % 7 {
+                3 => "description: [".to_owned(),
+                _ => format!("{}steps: []\n", BASE.replacen("description: x", &format!("description: d{i}"), 1)),
+            };
+            std::fs::write(&path, text).unwrap();
+            files.push((name, path));
+        }
+        let parsed = parse_all(&files);
+        assert_eq!(parsed.len(), 40);
+        for (i, p) in parsed.iter().enumerate() {
+            match p {
+                Ok(s) => {
+                    assert_ne!(i % 7, 3, "s{i:02} parsed");
+                    assert_eq!(
+                        (s.name.as_str(), s.scenario.description.as_str()),
+                        (files[i].0.as_str(), format!("d{i}").as_str())
+                    );
+                }
+                Err(e) => {
+                    assert_eq!(i % 7, 3, "s{i:02}: {e:?}");
+                    assert!(e.iter().all(|e| e.to_string().contains(&format!("s{i:02}"))), "{e:?}");
+                }
+            }
+        }
+    }
 
     const BASE: &str = "description: x\nclasses: { C: {} }\njobs:\n  - { id: y, class: C }\n  - { id: 7, class: C }\n";
 
