@@ -43,7 +43,7 @@ impl Connection {
     /// How this driver writes bind markers.
     pub fn placeholders(&self) -> Placeholders {
         match self {
-            Connection::Sqlite(_) => Placeholders::QuestionNumbered,
+            Connection::Sqlite(_) => Placeholders::Question,
             Connection::Postgres(_) => Placeholders::Dollar,
             Connection::MySql(_) => Placeholders::Question,
             Connection::Mssql(_) => Placeholders::AtP,
@@ -90,6 +90,16 @@ impl Connection {
         Ok(())
     }
 
+    /// What `bench --compare`'s capture calls this connection's session.
+    fn capture_session(&self) -> &capture::Session {
+        match self {
+            Connection::Sqlite(c) => &c.capture,
+            Connection::Postgres(c) => &c.capture,
+            Connection::MySql(c) => &c.capture,
+            Connection::Mssql(c) => &c.capture,
+        }
+    }
+
     /// Runs one command; returns the rows it changed.
     pub async fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, BackendError> {
         let encoding = self.instant_encoding();
@@ -102,7 +112,7 @@ impl Connection {
             Connection::Mssql(c) => c.execute(sql, params).await,
         };
         let returned = changed.as_ref().map_or(capture::Returned::Failed, |n| capture::Returned::Changed(*n));
-        capture::sent(self.placeholders(), encoding, sql, params, returned);
+        capture::sent(self.capture_session(), self.grammar(), self.placeholders(), encoding, sql, params, returned);
         changed
     }
 
@@ -125,7 +135,7 @@ impl Connection {
             Connection::Mssql(c) => c.query(sql, params, &stored).await,
         };
         let returned = rows.as_ref().map_or(capture::Returned::Failed, |r| capture::Returned::Rows(r.len()));
-        capture::sent(self.placeholders(), encoding, sql, params, returned);
+        capture::sent(self.capture_session(), self.grammar(), self.placeholders(), encoding, sql, params, returned);
         let rows = rows?;
         rows.into_iter()
             .map(|row| {
@@ -143,6 +153,8 @@ impl Connection {
             Connection::Postgres(c) => {
                 let reset = c.reset_settings().await;
                 capture::sent(
+                    &c.capture,
+                    Grammar::Postgres,
                     Placeholders::Dollar,
                     InstantEncoding::Native,
                     "RESET ALL",
@@ -322,7 +334,6 @@ impl Server {
     /// lanes never starve it.
     pub async fn open(&self) -> Result<Connection, BackendError> {
         self.answering.refuse()?;
-        capture::new_session();
         loop {
             let now = match &self.kind {
                 ServerKind::Postgres(pg) => pg.try_open().await.map(|c| c.map(Connection::Postgres)),

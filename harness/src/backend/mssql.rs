@@ -207,6 +207,8 @@ pub struct MssqlConn {
     answering: super::cancel::Answering,
     /// How instants are bound; `NaiveUtc` is the same as `Native` here.
     pub(super) instants: InstantEncoding,
+    /// What `bench --compare`'s capture calls this session.
+    pub(super) capture: crate::compare::capture::Session,
 }
 
 impl MssqlConn {
@@ -244,8 +246,13 @@ impl MssqlConn {
                 }
                 e
             })?;
-            let mut conn =
-                MssqlConn { client, busy: false, answering: answering.clone(), instants: InstantEncoding::default() };
+            let mut conn = MssqlConn {
+                client,
+                busy: false,
+                answering: answering.clone(),
+                instants: InstantEncoding::default(),
+                capture: crate::compare::capture::Session::open(),
+            };
             conn.batch(SESSION_SETTINGS).await?;
             Ok(conn)
         };

@@ -111,6 +111,8 @@ pub struct MySqlConn {
     permit: OwnedSemaphorePermit,
     /// How instants are bound; `NaiveUtc` is the same as `Native` here.
     pub(super) instants: InstantEncoding,
+    /// What `bench --compare`'s capture calls this session.
+    pub(super) capture: crate::compare::capture::Session,
 }
 
 /// The connection string, kept to hide its secrets (in every form
@@ -267,6 +269,7 @@ impl MySqlServer {
             initial_zone: self.initial_zone.clone(),
             permit,
             instants: InstantEncoding::default(),
+            capture: crate::compare::capture::Session::open(),
         };
         if let Some(mariadb) = self.mariadb {
             // Part of connecting: a server that does not answer it within
@@ -350,7 +353,15 @@ impl MySqlConn {
         use crate::compare::capture::{Returned, sent};
         let returned = set.as_ref().map_or(Returned::Failed, |n| Returned::Changed(*n));
         let style = crate::dialect::text::Placeholders::Question;
-        sent(style, self.instants, "SET time_zone = ?", std::slice::from_ref(&zone), returned);
+        sent(
+            &self.capture,
+            crate::dialect::text::Grammar::MySql,
+            style,
+            self.instants,
+            "SET time_zone = ?",
+            std::slice::from_ref(&zone),
+            returned,
+        );
         set.map(drop)
     }
 

@@ -125,6 +125,8 @@ pub struct PgConn {
     answering: cancel::Answering,
     /// How instants are bound; see [`InstantEncoding`].
     pub(super) instants: InstantEncoding,
+    /// What `bench --compare`'s capture calls this session.
+    pub(super) capture: crate::compare::capture::Session,
 }
 
 /// A session, dereferencing to sqlx's connection; boxed, as the connection
@@ -333,6 +335,9 @@ impl PgServer {
                 busy: false,
                 answering: self.answering.clone(),
                 instants: Default::default(),
+                // The pool's session again: a new one to the capture, whose
+                // PostgreSQL script replays every session on one.
+                capture: crate::compare::capture::Session::open(),
             };
             match conn.reset().await {
                 Ok(()) => return Ok(conn),
@@ -360,6 +365,7 @@ impl PgServer {
             busy: false,
             answering: self.answering.clone(),
             instants: InstantEncoding::default(),
+            capture: crate::compare::capture::Session::open(),
         })
     }
 

@@ -28,6 +28,8 @@ pub struct SqliteConn {
     busy: bool,
     /// How instants are bound; see [`InstantEncoding`].
     pub(super) instants: InstantEncoding,
+    /// What `bench --compare`'s capture calls this session.
+    pub(super) capture: crate::compare::capture::Session,
 }
 
 /// The text form of a [`InstantEncoding::NaiveUtc`] instant: SQLite's own
@@ -123,7 +125,13 @@ impl SqliteConn {
     /// A new, empty in-memory database.
     pub async fn open_memory() -> Result<Self, BackendError> {
         let (conn, watch) = watched(SqliteConnectOptions::new().in_memory(true).connect().await?).await?;
-        Ok(SqliteConn { conn, watch, busy: false, instants: InstantEncoding::default() })
+        Ok(SqliteConn {
+            conn,
+            watch,
+            busy: false,
+            instants: InstantEncoding::default(),
+            capture: crate::compare::capture::Session::open(),
+        })
     }
 
     /// A connection to the database file `path`, created if missing, in
@@ -139,7 +147,13 @@ impl SqliteConn {
             .connect()
             .await?;
         let (conn, watch) = watched(conn).await?;
-        Ok(SqliteConn { conn, watch, busy: false, instants: InstantEncoding::default() })
+        Ok(SqliteConn {
+            conn,
+            watch,
+            busy: false,
+            instants: InstantEncoding::default(),
+            capture: crate::compare::capture::Session::open(),
+        })
     }
 
     fn arguments(&self, params: &[Value]) -> Result<SqliteArguments, BackendError> {

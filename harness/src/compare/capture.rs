@@ -3,15 +3,17 @@
 //! product's syntax, one JSON line per event, written only when the
 //! environment variable [`CAPTURE_ENV`] names a file (the child that
 //! `bench --compare` starts; nothing else sets it). The backends call
-//! [`sent`] after each command and query ([`crate::backend::Connection`])
-//! and [`new_session`] when they open a new session; with the variable
-//! unset both cost one load of an initialised `OnceLock`.
+//! [`sent`] after each command and query ([`crate::backend::Connection`]),
+//! and each connection holds a [`Session`], which records its opening and
+//! its closing; with the variable unset both cost one load of an
+//! initialised `OnceLock`.
 
 use std::io::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use crate::backend::InstantEncoding;
-use crate::dialect::text::Placeholders;
+use crate::dialect::text::{Grammar, Placeholders};
 use crate::engine::{Kind, Value};
 
 /// The environment variable naming the file a run writes its statements
@@ -23,13 +25,23 @@ pub const CAPTURE_ENV: &str = "REAPCHECK_CAPTURE_SQL";
 #[serde(rename_all = "snake_case")]
 pub enum Event {
     /// The backend opened a new session (SQLite: a new in-memory database).
-    Session,
+    Session {
+        /// The session's number, unique in the run, from 1.
+        id: u64,
+    },
     /// A statement, its values rendered as literals, and what it returned.
     Sql {
+        /// The [`Event::Session`] it was sent on.
+        session: u64,
         /// The SQL as the database's own client is to send it.
         sql: String,
         /// `changed N`, `rows N` or `failed`.
         returned: String,
+    },
+    /// The backend closed the session (SQLite: its database is gone).
+    Closed {
+        /// The [`Event::Session`] closed.
+        id: u64,
     },
 }
 
@@ -51,10 +63,30 @@ fn write(event: &Event) {
     file.write_all(line.as_bytes()).unwrap_or_else(|e| panic!("{CAPTURE_ENV}: {e}"));
 }
 
-/// Records a new session, when capturing.
-pub fn new_session() {
-    if sink().is_some() {
-        write(&Event::Session);
+/// One backend session as a capture names it: made when the connection
+/// is opened (recording [`Event::Session`]), dropped with it (recording
+/// [`Event::Closed`]). Number 0, and nothing recorded, when not capturing.
+#[derive(Debug)]
+pub struct Session(u64);
+
+impl Session {
+    /// A new session's number, recorded when capturing.
+    pub fn open() -> Session {
+        if sink().is_none() {
+            return Session(0);
+        }
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let id = NEXT.fetch_add(1, Ordering::Relaxed);
+        write(&Event::Session { id });
+        Session(id)
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if self.0 != 0 {
+            write(&Event::Closed { id: self.0 });
+        }
     }
 }
 
@@ -69,9 +101,18 @@ pub enum Returned {
     Failed,
 }
 
-/// Records a statement the backend sent with the values bound to its
-/// markers (already in `encoding`'s stored form), when capturing.
-pub fn sent(style: Placeholders, encoding: InstantEncoding, sql: &str, params: &[Value], returned: Returned) {
+/// Records a statement the backend sent on `session` with the values bound
+/// to its markers (already in `encoding`'s stored form), when capturing:
+/// the markers are `style`'s, the literals `grammar`'s product's.
+pub fn sent(
+    session: &Session,
+    grammar: Grammar,
+    style: Placeholders,
+    encoding: InstantEncoding,
+    sql: &str,
+    params: &[Value],
+    returned: Returned,
+) {
     if sink().is_none() {
         return;
     }
@@ -80,25 +121,26 @@ pub fn sent(style: Placeholders, encoding: InstantEncoding, sql: &str, params: &
         Returned::Rows(n) => format!("rows {n}"),
         Returned::Failed => "failed".to_owned(),
     };
-    write(&Event::Sql { sql: render(style, encoding, sql, params), returned });
+    write(&Event::Sql { session: session.0, sql: render(grammar, style, encoding, sql, params), returned });
 }
 
 /// `sql` with each bind marker of `style` replaced by its value as a
-/// literal of the product (markers inside strings, quoted identifiers,
-/// comments and dollar-quoted bodies are left alone).
-pub fn render(style: Placeholders, encoding: InstantEncoding, sql: &str, params: &[Value]) -> String {
+/// literal of `grammar`'s product (markers inside strings, quoted
+/// identifiers, comments and dollar-quoted bodies are left alone).
+pub fn render(grammar: Grammar, style: Placeholders, encoding: InstantEncoding, sql: &str, params: &[Value]) -> String {
+    let mysql = grammar == Grammar::MySql;
     let bytes = sql.as_bytes();
     let mut out = String::with_capacity(sql.len() + 16 * params.len());
     let (mut i, mut next) = (0, 0);
     while i < bytes.len() {
         let c = bytes[i];
         let end = match c {
-            b'\'' | b'"' | b'`' => Some(closing(bytes, i + 1, c, style == Placeholders::Question && c != b'`')),
+            b'\'' | b'"' | b'`' => Some(closing(bytes, i + 1, c, mysql && c != b'`')),
             b'-' if bytes.get(i + 1) == Some(&b'-') => Some(sql[i..].find('\n').map_or(bytes.len(), |n| i + n)),
             b'/' if bytes.get(i + 1) == Some(&b'*') => {
                 Some(sql[i + 2..].find("*/").map_or(bytes.len(), |n| i + 2 + n + 2))
             }
-            b'$' if style == Placeholders::Dollar && !bytes.get(i + 1).is_some_and(u8::is_ascii_digit) => {
+            b'$' if grammar == Grammar::Postgres && !bytes.get(i + 1).is_some_and(u8::is_ascii_digit) => {
                 dollar_body(sql, i)
             }
             _ => None,
@@ -113,9 +155,7 @@ pub fn render(style: Placeholders, encoding: InstantEncoding, sql: &str, params:
                 next += 1;
                 Some((next, 1))
             }
-            (Placeholders::QuestionNumbered, b'?') | (Placeholders::Dollar, b'$') => {
-                number(&sql[i + 1..]).map(|(n, len)| (n, len + 1))
-            }
+            (Placeholders::Dollar, b'$') => number(&sql[i + 1..]).map(|(n, len)| (n, len + 1)),
             (Placeholders::AtP, b'@') if bytes.get(i + 1) == Some(&b'P') => {
                 number(&sql[i + 2..]).map(|(n, len)| (n, len + 2))
             }
@@ -123,7 +163,7 @@ pub fn render(style: Placeholders, encoding: InstantEncoding, sql: &str, params:
         };
         match marker.and_then(|(n, len)| params.get(n.wrapping_sub(1)).map(|v| (v, len))) {
             Some((value, len)) => {
-                out.push_str(&literal(style, encoding, value));
+                out.push_str(&literal(grammar, encoding, value));
                 i += len;
             }
             None => {
@@ -172,17 +212,17 @@ fn closing(bytes: &[u8], mut from: usize, quote: u8, backslash: bool) -> usize {
     bytes.len()
 }
 
-/// A value as a literal of the product that `style` is the driver of,
-/// typed as the driver binds it: PostgreSQL's casts to the parameter types
-/// sqlx declares (`text`, `int8`, `timestamptz` or, naive, `timestamp`);
-/// MySQL's instants and NULLs cast to `DATETIME(6)`, `SIGNED` or `CHAR`;
-/// SQLite's as they are stored (integers, text, NULL).
-pub fn literal(style: Placeholders, encoding: InstantEncoding, value: &Value) -> String {
+/// A value as a literal of `grammar`'s product, typed as its driver binds
+/// it: PostgreSQL's casts to the parameter types sqlx declares (`text`,
+/// `int8`, `timestamptz` or, naive, `timestamp`); MySQL's instants and
+/// NULLs cast to `DATETIME(6)`, `SIGNED` or `CHAR`; SQLite's (and SQL
+/// Server's) as they are stored (integers, text, NULL).
+pub fn literal(grammar: Grammar, encoding: InstantEncoding, value: &Value) -> String {
     let int = |i: i64| if i == i64::MIN { format!("({} - 1)", i64::MIN + 1) } else { i.to_string() };
     let stamp = |t: &crate::time::Instant| t.to_chrono().format("%Y-%m-%d %H:%M:%S%.6f").to_string();
     let naive = encoding == InstantEncoding::NaiveUtc;
-    match style {
-        Placeholders::Dollar => {
+    match grammar {
+        Grammar::Postgres => {
             let (text, ty) = match value {
                 Value::Text(t) => (quoted(t, false), "text"),
                 Value::Int(i) => (int(*i), "int8"),
@@ -194,7 +234,7 @@ pub fn literal(style: Placeholders, encoding: InstantEncoding, value: &Value) ->
             };
             format!("CAST({text} AS {ty})")
         }
-        Placeholders::Question => match value {
+        Grammar::MySql => match value {
             Value::Text(t) => quoted(t, true),
             Value::Int(i) => int(*i),
             Value::Instant(t) => format!("CAST('{}' AS DATETIME(6))", stamp(t)),
@@ -202,7 +242,7 @@ pub fn literal(style: Placeholders, encoding: InstantEncoding, value: &Value) ->
             Value::Null(Kind::Int) => "CAST(NULL AS SIGNED)".into(),
             Value::Null(Kind::Instant) => "CAST(NULL AS DATETIME(6))".into(),
         },
-        Placeholders::QuestionNumbered | Placeholders::AtP => match value {
+        Grammar::Sqlite | Grammar::MsSql | Grammar::Generic => match value {
             Value::Text(t) if t.contains('\0') => {
                 let hex: String = t.bytes().map(|b| format!("{b:02X}")).collect();
                 format!("CAST(X'{hex}' AS TEXT)")
@@ -247,13 +287,14 @@ mod tests {
         let params = [Value::Text("o'k".into()), at("2026-01-15T12:00:00.000001Z"), Value::Null(Kind::Int)];
         let sql = "SELECT $1, '$2' -- $3\n, $2::text, $3, $$ $1 $$";
         assert_eq!(
-            render(Placeholders::Dollar, InstantEncoding::Native, sql, &params),
+            render(Grammar::Postgres, Placeholders::Dollar, InstantEncoding::Native, sql, &params),
             "SELECT CAST('o''k' AS text), '$2' -- $3\n, CAST('2026-01-15 12:00:00.000001+00' AS timestamptz)::text, \
              CAST(NULL AS int8), $$ $1 $$"
         );
         let my = [Value::Text("a\\'b".into()), Value::Int(i64::MIN), at("2026-01-15T12:00:00Z")];
         assert_eq!(
             render(
+                Grammar::MySql,
                 Placeholders::Question,
                 InstantEncoding::Native,
                 "UPDATE t SET a = ?, b = '?\\'?' WHERE c = ? AND d < ?",
@@ -264,8 +305,13 @@ mod tests {
         );
         let lite = [Value::Int(1_768_478_400_000_000), Value::Text("x".into())];
         assert_eq!(
-            render(Placeholders::QuestionNumbered, InstantEncoding::Native, "SELECT ?2, ?1, ?2, ?10", &lite),
-            "SELECT 'x', 1768478400000000, 'x', ?10"
+            render(Grammar::Sqlite, Placeholders::Question, InstantEncoding::Native, "SELECT ?, '?', ?, ?", &lite),
+            "SELECT 1768478400000000, '?', 'x', ?",
+            "a backslash is no escape in SQLite's strings; a marker past the values is left"
+        );
+        assert_eq!(
+            render(Grammar::Sqlite, Placeholders::Question, InstantEncoding::Native, "SELECT '\\', ?", &lite[..1]),
+            "SELECT '\\', 1768478400000000"
         );
     }
 }

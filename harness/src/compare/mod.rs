@@ -79,38 +79,70 @@ pub fn read_capture(path: &Path) -> Result<Vec<Event>, String> {
         .collect()
 }
 
+/// How many connections the `sqlite3` shell holds at once (`.connection
+/// 0` to `.connection 9`).
+pub const SQLITE3_CONNECTIONS: usize = 10;
+
 /// The SQL script the client replays: every statement of `events` in
 /// order, each ended by a `;` on a line of its own (a statement may end in
-/// a `--` comment). SQLite: a new session is a new in-memory database
-/// (`.open :memory:`), as it was for reapcheck. MySQL and MariaDB: a
-/// statement holding a `;` (a trigger's body) is sent under another
-/// `DELIMITER`. PostgreSQL, MySQL, MariaDB: a new session of reapcheck's
-/// is the same session here, marked by a comment.
-pub fn script(client: Client, events: &[Event]) -> String {
+/// a `--` comment). SQLite: each session of reapcheck's is a new in-memory
+/// database, as it was for reapcheck, in a connection slot of the shell's
+/// own (`.connection N` then `.open :memory:`), and each statement goes to
+/// its session's slot, so a run that goes back to a kept lane's database
+/// finds its tables there. MySQL and MariaDB: a statement holding a `;` (a
+/// trigger's body) is sent under another `DELIMITER`. PostgreSQL, MySQL,
+/// MariaDB: every session of reapcheck's is the one session here, its
+/// opening marked by a comment.
+///
+/// Errors: on SQLite, more sessions open at once than the shell holds
+/// ([`SQLITE3_CONNECTIONS`]), or a statement on a session the capture
+/// never opened.
+pub fn script(client: Client, events: &[Event]) -> Result<String, String> {
     let mut out = String::new();
-    let mut sessions = 0;
+    // SQLite: the session in each of the shell's slots, and the slot in use.
+    let mut slots: [Option<u64>; SQLITE3_CONNECTIONS] = [None; SQLITE3_CONNECTIONS];
+    let mut current = 0;
     for event in events {
-        match event {
-            Event::Session => {
-                sessions += 1;
-                match client {
-                    Client::Sqlite3 if sessions > 1 => out.push_str(".open :memory:\n"),
-                    Client::Sqlite3 => {}
-                    _ => out.push_str("-- reapcheck opened a session here\n"),
-                }
+        match (client, event) {
+            (Client::Sqlite3, Event::Session { id }) => {
+                let Some(free) = slots.iter().position(Option::is_none) else {
+                    return Err(format!(
+                        "reapcheck held more than {SQLITE3_CONNECTIONS} SQLite sessions at once, more than sqlite3 \
+                         can: compare fewer scenarios at a time (--scenarios, --exact)"
+                    ));
+                };
+                slots[free] = Some(*id);
+                current = free;
+                out.push_str(&format!(".connection {free}\n.open :memory:\n"));
             }
-            Event::Sql { sql, .. } if client == Client::Mariadb && sql.contains(';') => {
+            (Client::Sqlite3, Event::Closed { id }) => {
+                slots.iter_mut().filter(|s| **s == Some(*id)).for_each(|s| *s = None);
+            }
+            (Client::Sqlite3, Event::Sql { session, sql, .. }) => {
+                let Some(slot) = slots.iter().position(|s| *s == Some(*session)) else {
+                    return Err(format!("a statement on session {session}, which the capture never opened: `{sql}`"));
+                };
+                if slot != current {
+                    current = slot;
+                    out.push_str(&format!(".connection {slot}\n"));
+                }
+                out.push_str(sql);
+                out.push_str("\n;\n");
+            }
+            (_, Event::Session { .. }) => out.push_str("-- reapcheck opened a session here\n"),
+            (_, Event::Closed { .. }) => {}
+            (Client::Mariadb, Event::Sql { sql, .. }) if sql.contains(';') => {
                 out.push_str("DELIMITER $$rc$$\n");
                 out.push_str(sql);
                 out.push_str("\n$$rc$$\nDELIMITER ;\n");
             }
-            Event::Sql { sql, .. } => {
+            (_, Event::Sql { sql, .. }) => {
                 out.push_str(sql);
                 out.push_str("\n;\n");
             }
         }
     }
-    out
+    Ok(out)
 }
 
 /// How many statements reapcheck sent and how many of them failed.
@@ -279,7 +311,14 @@ pub fn compare_target(settings: &Settings, target: &str) -> bool {
         }
     };
     let (statements, failed) = counts(&events);
-    if let Err(e) = std::fs::write(&script_file, script(client, &events)) {
+    let text = match script(client, &events) {
+        Ok(text) => text,
+        Err(e) => {
+            println!("{target}: not compared: {e}");
+            return false;
+        }
+    };
+    if let Err(e) = std::fs::write(&script_file, text) {
         println!("{target}: not compared: {}: {e}", script_file.display());
         return false;
     }
@@ -351,21 +390,75 @@ pub fn compare_target(settings: &Settings, target: &str) -> bool {
 mod tests {
     use super::*;
 
+    fn sql(session: u64, s: &str) -> Event {
+        Event::Sql { session, sql: s.into(), returned: "changed 0".into() }
+    }
+
     #[test]
     fn scripts_end_each_statement_on_a_line_of_its_own() {
-        let sql = |s: &str| Event::Sql { sql: s.into(), returned: "changed 0".into() };
-        let events = vec![Event::Session, sql("SELECT 1 -- one"), Event::Session, sql("CREATE TRIGGER t BEGIN x; END")];
+        let events = vec![
+            Event::Session { id: 1 },
+            sql(1, "SELECT 1 -- one"),
+            Event::Closed { id: 1 },
+            Event::Session { id: 2 },
+            sql(2, "CREATE TRIGGER t BEGIN x; END"),
+        ];
         assert_eq!(
-            script(Client::Sqlite3, &events),
-            "SELECT 1 -- one\n;\n.open :memory:\nCREATE TRIGGER t BEGIN x; END\n;\n"
+            script(Client::Sqlite3, &events).unwrap(),
+            ".connection 0\n.open :memory:\nSELECT 1 -- one\n;\n.connection 0\n.open :memory:\n\
+             CREATE TRIGGER t BEGIN x; END\n;\n"
         );
         assert_eq!(
-            script(Client::Mariadb, &events),
+            script(Client::Mariadb, &events).unwrap(),
             "-- reapcheck opened a session here\nSELECT 1 -- one\n;\n-- reapcheck opened a session here\n\
              DELIMITER $$rc$$\nCREATE TRIGGER t BEGIN x; END\n$$rc$$\nDELIMITER ;\n"
         );
         assert_eq!(counts(&events), (2, 0));
         assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median::<f64>(&[]), None);
+    }
+
+    #[test]
+    fn a_sqlite_statement_goes_to_its_own_sessions_database() {
+        // A kept lane (session 1) is taken back after a run on a session of
+        // its own (2, a legacy schema): its statements go to its database.
+        let events = vec![
+            Event::Session { id: 1 },
+            sql(1, "CREATE TABLE jobs (heartbeat_at INTEGER)"),
+            Event::Session { id: 2 },
+            sql(2, "CREATE TABLE jobs (last_beat INTEGER)"),
+            sql(1, "INSERT INTO jobs (heartbeat_at) VALUES (1)"),
+        ];
+        let text = script(Client::Sqlite3, &events).unwrap();
+        assert_eq!(
+            text,
+            ".connection 0\n.open :memory:\nCREATE TABLE jobs (heartbeat_at INTEGER)\n;\n\
+             .connection 1\n.open :memory:\nCREATE TABLE jobs (last_beat INTEGER)\n;\n\
+             .connection 0\nINSERT INTO jobs (heartbeat_at) VALUES (1)\n;\n"
+        );
+        // The shell itself agrees, when it is installed.
+        if let Ok(out) = std::process::Command::new("sqlite3")
+            .arg("-bail")
+            .arg(":memory:")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                use std::io::Write as _;
+                child.stdin.take().expect("piped").write_all(text.as_bytes())?;
+                child.wait_with_output()
+            })
+        {
+            assert!(out.status.success(), "sqlite3: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        // A statement on a session never opened, and too many at once.
+        assert!(script(Client::Sqlite3, &[sql(7, "SELECT 1")]).unwrap_err().contains("session 7"));
+        let many: Vec<Event> = (1..=11).map(|id| Event::Session { id }).collect();
+        assert!(script(Client::Sqlite3, &many).unwrap_err().contains("more than 10"));
+        // Closing one frees its slot.
+        let mut reused: Vec<Event> = (1..=10).map(|id| Event::Session { id }).collect();
+        reused.extend([Event::Closed { id: 4 }, Event::Session { id: 11 }, sql(11, "SELECT 1")]);
+        assert!(script(Client::Sqlite3, &reused).unwrap().ends_with(".connection 3\n.open :memory:\nSELECT 1\n;\n"));
     }
 }
