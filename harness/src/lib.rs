@@ -36,6 +36,7 @@ pub mod model;
 pub mod mutate;
 pub mod namespace;
 pub mod outcome;
+pub mod parallel;
 pub mod policy;
 pub mod progress;
 pub mod race;

@@ -121,6 +121,34 @@ pub async fn check_model(scenario: &LoadedScenario) -> ModelRun {
     ModelRun { outcome, yaml, snapshot, verdict, stale }
 }
 
+/// One scenario's [`check_model`] from [`check_models`].
+pub struct ModelCheck {
+    /// The model's run, or the payload of its panic.
+    pub run: std::thread::Result<ModelRun>,
+    /// `outcomes::hash` of the model's text, when it ran.
+    pub hash: Option<String>,
+    /// How long the check took.
+    pub elapsed: std::time::Duration,
+}
+
+/// [`check_model`] of each of `scenarios`, in their order, on up to one
+/// thread per CPU ([`crate::parallel`]: the model is CPU alone, a seventh
+/// of a SQLite corpus run's instructions); `None` for a scenario not
+/// started because a signal came first (`crate::interrupt`).
+pub fn check_models(scenarios: &[LoadedScenario]) -> Vec<Option<ModelCheck>> {
+    crate::parallel::map_in_order(scenarios, |s| {
+        crate::interrupt::interrupted().is_none().then(|| {
+            let started = std::time::Instant::now();
+            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a current-thread runtime");
+                runtime.block_on(check_model(s))
+            }));
+            let hash = run.as_ref().ok().map(|m| crate::report::outcomes::hash(m.yaml.as_bytes()));
+            ModelCheck { run, hash, elapsed: started.elapsed() }
+        })
+    })
+}
+
 /// Whether a missing snapshot fails, as insta decides: under `CI=true` (or
 /// `CI=1`) a result without a committed snapshot is a failure, never `new`.
 pub fn missing_snapshot_fails() -> bool {

@@ -144,34 +144,11 @@ pub fn load_dir(root: &Path, filters: &[String]) -> Result<Vec<LoadedScenario>, 
 }
 
 /// [`parse_file`] of each of `files` (name, path), in their order, on up
-/// to one thread per CPU: parsing is most of what loading a corpus costs
-/// (an eighth of a SQLite corpus run's instructions), and the other cores
-/// are idle then.
+/// to one thread per CPU ([`crate::parallel`]): parsing is most of what
+/// loading a corpus costs (an eighth of a SQLite corpus run's
+/// instructions), and the other cores are idle then.
 fn parse_all(files: &[(String, PathBuf)]) -> Vec<Result<LoadedScenario, Vec<ScenarioError>>> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(files.len());
-    if threads <= 1 {
-        return files.iter().map(|(name, path)| parse_file(name, path)).collect();
-    }
-    // Each thread takes the next file not taken yet: one large file does
-    // not hold up the others' share.
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut parsed: Vec<(usize, Result<LoadedScenario, Vec<ScenarioError>>)> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some((name, path)) = files.get(i) else { return mine };
-                        mine.push((i, parse_file(name, path)));
-                    }
-                })
-            })
-            .collect();
-        workers.into_iter().flat_map(|w| w.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))).collect()
-    });
-    parsed.sort_unstable_by_key(|(i, _)| *i);
-    parsed.into_iter().map(|(_, p)| p).collect()
+    crate::parallel::map_in_order(files, |(name, path)| parse_file(name, path))
 }
 
 #[cfg(test)]
