@@ -404,6 +404,33 @@ fn an_invalid_project_file_names_its_line_column_and_key() {
 }
 
 #[test]
+fn mutate_jobs_change_how_many_mutants_run_at_once_never_which_are_killed() {
+    // What survives, and the score, is the same one at a time as eight at
+    // once (the grace scenarios leave some mutants alive to compare).
+    let verdicts = |jobs: &str| {
+        let o = reapcheck(&["mutate", "--db", "sqlite", "--scenarios", "scenarios/grace", "--jobs", jobs]);
+        let out = stdout(&o);
+        let mut survived: Vec<String> = out
+            .lines()
+            .filter(|l| l.starts_with("  SURVIVED "))
+            .map(|l| l.split(':').next().unwrap().to_owned())
+            .collect();
+        survived.sort();
+        let score = out
+            .lines()
+            .find(|l| l.starts_with("sqlite: mutation score"))
+            .map(|l| l.split(" in ").next().unwrap().to_owned());
+        (o.status.code(), survived, score)
+    };
+    let one = verdicts("1");
+    assert!(!one.1.is_empty() && one.2.is_some(), "{one:?}");
+    assert_eq!(verdicts("8"), one);
+    let o = reapcheck(&["mutate", "--db", "sqlite", "--jobs", "0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--jobs"), "{}", stderr(&o));
+}
+
+#[test]
 fn mutate_kills_every_named_and_generated_mutant_on_sqlite_after_declared_equivalents() {
     let o = reapcheck(&["mutate", "--db", "sqlite"]);
     let out = stdout(&o);

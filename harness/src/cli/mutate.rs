@@ -40,10 +40,6 @@ use super::inputs::report;
 use super::run::parse_targets;
 use super::{EXIT_FAILED, EXIT_INVALID, Inputs};
 
-/// Scenario runs in flight at once on one target (one per mutant, or per
-/// scenario for the baseline).
-const CONCURRENT_RUNS: usize = 4;
-
 /// Arguments of `mutate`.
 #[derive(clap::Args, Debug)]
 pub struct MutateArgs {
@@ -52,6 +48,15 @@ pub struct MutateArgs {
     /// Targets, comma-separated, or `all`.
     #[arg(long, default_value = "sqlite")]
     db: String,
+    /// Mutants in flight at once on each target (1 to 64), each running its
+    /// scenarios one after another on a session of its own (the unmutated
+    /// baseline: scenarios at once). A server that commits to disk on
+    /// every statement is waited on, not busy: more in flight share its
+    /// flushes. Whether a mutant is killed never depends on it; which
+    /// scenario is named as its killer may, since a mutant's kill order
+    /// sees the verdicts of the mutants `--jobs` turns before its own.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=64))]
+    jobs: u16,
     /// List each generated mutant (id, operator, origin and the hash an
     /// equivalence declaration names its statement by) and run nothing.
     #[arg(long)]
@@ -161,7 +166,7 @@ pub fn mutate(args: MutateArgs) -> ExitCode {
         let started = Instant::now();
         let runs = targets.iter().filter_map(|&target| {
             let plan = plans.iter().find(|p| p.dialect.name == target.dialect())?;
-            Some(mutate_target(target, plan, &scenarios, &models))
+            Some(mutate_target(target, plan, &scenarios, &models, usize::from(args.jobs)))
         });
         let reports = futures_util::future::join_all(runs).await;
         let mut ok = true;
@@ -374,10 +379,11 @@ async fn mutate_target(
     plan: &Plan,
     scenarios: &[LoadedScenario],
     models: &[ModelRun],
+    jobs: usize,
 ) -> (bool, String, Vec<String>) {
     let mut out = String::new();
     let mut left = Vec::new();
-    let ok = mutate_into(&mut out, &mut left, target, plan, scenarios, models).await;
+    let ok = mutate_into(&mut out, &mut left, target, plan, scenarios, models, jobs).await;
     (ok, out, left)
 }
 
@@ -410,16 +416,20 @@ async fn mutate_into(
     plan: &Plan,
     scenarios: &[LoadedScenario],
     models: &[ModelRun],
+    jobs: usize,
 ) -> bool {
     let (scenarios, models) = &under_profile(&plan.dialect, scenarios, models).await;
     let (scenarios, models) = (scenarios.as_slice(), models.as_slice());
-    let (server, _container) = match reach::reach(target).await {
+    let (mut server, _container) = match reach::reach(target).await {
         Reach::Ready(s, keep) => (s, keep),
         Reach::Skipped(reason) | Reach::Unreachable(reason) => {
             let _ = writeln!(out, "{target}: not run: {reason}");
             return false;
         }
     };
+    // A mutant in flight holds one session (its lane) at a time, as a
+    // baseline scenario does.
+    server.limit_connections(jobs);
     let started = Instant::now();
     let g = &plan.generation;
     let _ = writeln!(
@@ -446,7 +456,7 @@ async fn mutate_into(
     }
     let (mut executed, mut costs) = (Vec::new(), Vec::new());
     for (label, dialect) in [("unmutated SQL", &plan.dialect), ("SQL printed back by the parser", &g.round_trip)] {
-        let base = baseline(target, &server, dialect, scenarios, models).await;
+        let base = baseline(target, &server, dialect, scenarios, models, jobs).await;
         if let Some(signal) = interrupt::interrupted() {
             let _ = writeln!(out, "  interrupted by {signal} before any mutant ran");
             close_checked(server, target, out, left).await;
@@ -468,7 +478,7 @@ async fn mutate_into(
     }
     let (by_named, by_generated) = (&executed[0], &executed[1]);
     let names = scenarios.iter().map(|s| s.name.clone()).collect();
-    let order = KillOrder::weighed(costs.swap_remove(0), names, CONCURRENT_RUNS);
+    let order = KillOrder::weighed(costs.swap_remove(0), names, jobs);
     let order = &order;
     let progress = Progress::new((plan.named.len() + g.mutants.len()) as u64, &format!("mutate {target}"));
     let named = stream::iter(plan.named.iter().map(|(_, d)| (d, order.turn())).map(|(d, turn)| async {
@@ -476,7 +486,7 @@ async fn mutate_into(
         let candidates = select::select(&changed, by_named);
         first_killer(&server, d, &changed, &candidates, scenarios, models, turn).await
     }))
-    .buffered(CONCURRENT_RUNS)
+    .buffered(jobs)
     .inspect(|_| progress.inc(1))
     .collect::<Vec<_>>()
     .await;
@@ -485,7 +495,7 @@ async fn mutate_into(
         let candidates = select::select(changed, by_generated);
         first_killer(&server, &m.apply(&g.round_trip), changed, &candidates, scenarios, models, turn).await
     }))
-    .buffered(CONCURRENT_RUNS)
+    .buffered(jobs)
     .inspect(|_| progress.inc(1))
     .collect::<Vec<_>>()
     .await;
@@ -766,6 +776,7 @@ async fn baseline(
     dialect: &Dialect,
     scenarios: &[LoadedScenario],
     models: &[ModelRun],
+    jobs: usize,
 ) -> Baseline {
     let runs = scenarios.iter().zip(models).map(|(s, model)| async move {
         if !compared(target, s) {
@@ -778,7 +789,7 @@ async fn baseline(
         };
         (differs.then(|| s.name.clone()), (select::executed(&run.log), select::cost(&run.log)))
     });
-    let results: Vec<_> = stream::iter(runs).buffered(CONCURRENT_RUNS).collect().await;
+    let results: Vec<_> = stream::iter(runs).buffered(jobs).collect().await;
     let (failing, seen): (Vec<_>, Vec<_>) = results.into_iter().unzip();
     let (executed, costs) = seen.into_iter().unzip();
     Baseline { failing: failing.into_iter().flatten().collect(), executed, costs }
