@@ -454,6 +454,18 @@ pub async fn model_outcome_with_states(
     driver::run_under(scenario, &profile.policy, &mut resolved, None, states).await.expect("the model never fails")
 }
 
+/// Whether a target's `outcome` under `profile` reads as `model`'s:
+/// [`compared_document`] equal to the model's text. Under the reference
+/// profile, where that document is the outcome's own text, an outcome
+/// equal to the model's is not rendered at all (a mutant's run is judged
+/// this way thousands of times in one `mutate`).
+pub fn agrees_with_model(outcome: Outcome, profile: &Profile, model: &ModelRun) -> bool {
+    if profile.is_reference() && outcome == model.outcome {
+        return true;
+    }
+    compared_document(outcome, profile) == model.yaml
+}
+
 /// A target's outcome as compared under `profile`: normalized by its
 /// relaxations, then as snapshots are, without the state its policy says
 /// the queue does not keep ([`relax::document`]).
@@ -711,6 +723,34 @@ pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn agreement_with_the_model_is_its_documents_whether_rendered_or_not() {
+        use crate::dialect::profile::HookOrder;
+        use crate::outcome::StepResult;
+        let scan = |ids: [&str; 2]| Outcome {
+            steps: vec![Some(StepResult::Scan(ids.iter().map(|&i| i.to_owned()).collect())), None],
+            ..Outcome::default()
+        };
+        let model_run = |outcome: Outcome, profile: &Profile| ModelRun {
+            yaml: compared_document(outcome.clone(), profile),
+            outcome,
+            snapshot: None,
+            verdict: Verdict::Ok,
+            stale: false,
+        };
+        let reference = Profile::default();
+        assert!(reference.is_reference());
+        let model = model_run(scan(["a", "b"]), &reference);
+        assert!(agrees_with_model(scan(["a", "b"]), &reference, &model));
+        assert!(!agrees_with_model(scan(["b", "a"]), &reference, &model));
+        // Under a profile the document decides: an unordered hook order
+        // sorts a scan's ids, so another order agrees.
+        let unordered = Profile { hook_order: HookOrder::Unordered, ..Profile::default() };
+        let model = model_run(scan(["a", "b"]), &unordered);
+        assert!(agrees_with_model(scan(["b", "a"]), &unordered, &model));
+        assert!(!agrees_with_model(scan(["a", "c"]), &unordered, &model));
+    }
 
     #[test]
     fn panic_messages_are_read_from_either_payload() {

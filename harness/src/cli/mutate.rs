@@ -784,7 +784,7 @@ async fn baseline(
         }
         let run = runner::run_logged(server, dialect, s, None).await;
         let differs = match run.outcome {
-            Ok(outcome) => runner::compared_document(outcome, &dialect.profile) != model.yaml,
+            Ok(outcome) => !runner::agrees_with_model(outcome, &dialect.profile, model),
             Err(_) => true,
         };
         (differs.then(|| s.name.clone()), (select::executed(&run.log), select::cost(&run.log)))

@@ -284,7 +284,7 @@ async fn try_in_order(
             _ if crate::interrupt::interrupted().is_some() => {
                 return (Verdict { found: Found::Interrupted, runs, statements }, None);
             }
-            Ok(outcome) => runner::compared_document(outcome, &mutant.profile) != models[i].yaml,
+            Ok(outcome) => !runner::agrees_with_model(outcome, &mutant.profile, &models[i]),
             Err(e) if matches!(e.kind, EngineErrorKind::TimedOut(_)) => {
                 reason = Some(e.to_string());
                 true
