@@ -5,7 +5,8 @@
 //! Each round is one `reapcheck run --db <sql>,adapter:reference-<sql>
 //! --jobs 1 --report DIR` in a scratch project whose `reapcheck.toml`
 //! declares `reference-<sql>` as this binary's `adapter serve` (so both
-//! sides are the same build); the case times come from its junit.xml.
+//! sides are the same build); the case times (microseconds) come from its
+//! outcomes.json.
 //! Per scenario, the ratio adapter / SQL mode of each round; reported is
 //! the median over rounds, summarised over the scenarios.
 
@@ -14,28 +15,21 @@ use std::path::Path;
 use std::time::Duration;
 
 use super::{Settings, cpus, load_average, median, timed};
+use crate::report::outcomes::{self, CaseResult, LegOutcomes};
 
-/// Case times of one junit.xml: (target, scenario) -> seconds, skipped
-/// cases left out.
-pub fn case_times(junit: &str) -> BTreeMap<(String, String), f64> {
-    let case = regex::Regex::new(r#"<testcase name="([^"]*)" classname="([^"]*)" time="([0-9.]+)"(/?)>"#)
-        .expect("a valid pattern");
-    let mut out = BTreeMap::new();
-    let mut rest = junit;
-    while let Some(m) = case.captures(rest) {
-        let whole = m.get(0).expect("matched");
-        let body_end = if &m[4] == "/" {
-            whole.end()
-        } else {
-            rest[whole.end()..].find("</testcase>").map_or(rest.len(), |n| whole.end() + n)
-        };
-        let skipped = rest[whole.end()..body_end].contains("<skipped");
-        if let (false, Ok(t)) = (skipped, m[3].parse::<f64>()) {
-            out.insert((m[2].to_owned(), m[1].to_owned()), t);
-        }
-        rest = &rest[body_end..];
-    }
-    out
+/// Case times of one run's `outcomes.json`, in microseconds:
+/// (target, scenario) -> microseconds, skipped cases left out.
+///
+/// Not junit.xml's times: those are rounded to milliseconds, and a SQLite
+/// case takes well under one, so most SQL-mode cases read `0.000` (and
+/// were left out) and every ratio was a ratio of whole milliseconds.
+pub fn case_times(outcomes: &LegOutcomes) -> BTreeMap<(String, String), f64> {
+    outcomes
+        .cases
+        .iter()
+        .filter(|c| c.result != CaseResult::Skipped)
+        .map(|c| ((c.target.clone(), c.scenario.clone()), c.elapsed_us as f64))
+        .collect()
 }
 
 /// Runs the rounds for the SQL target `sql` and prints its lines; false
@@ -48,7 +42,7 @@ pub fn compare_adapter(settings: &Settings, sql: &str) -> bool {
         return false;
     }
     println!(
-        "{adapter}: {} rounds of run --db {sql},{adapter} --jobs 1 (case times from its junit.xml)",
+        "{adapter}: {} rounds of run --db {sql},{adapter} --jobs 1 (case times in microseconds from its outcomes.json)",
         settings.rounds
     );
     let load_before = load_average();
@@ -69,14 +63,14 @@ pub fn compare_adapter(settings: &Settings, sql: &str) -> bool {
             println!("{adapter}: FAILED: {e}");
             return false;
         }
-        let junit = match std::fs::read_to_string(report.join("junit.xml")) {
-            Ok(j) => j,
+        let file = report.join(outcomes::FILE_NAME);
+        let times = match outcomes::read(&file) {
+            Ok(o) => case_times(&o),
             Err(e) => {
-                println!("{adapter}: FAILED: {}: {e}", report.join("junit.xml").display());
+                println!("{adapter}: FAILED: {e}");
                 return false;
             }
         };
-        let times = case_times(&junit);
         let (mut sql_total, mut adapter_total) = (0.0, 0.0);
         for ((target, scenario), t) in &times {
             if target != sql {
@@ -89,8 +83,8 @@ pub fn compare_adapter(settings: &Settings, sql: &str) -> bool {
                 adapter_total += a;
             }
         }
-        sql_totals.push(sql_total);
-        adapter_totals.push(adapter_total);
+        sql_totals.push(sql_total / 1e6);
+        adapter_totals.push(adapter_total / 1e6);
     }
     let mut ratios: Vec<(f64, String)> =
         per_scenario.iter().filter_map(|(name, r)| median(r).map(|m| (m, name.clone()))).collect();
@@ -150,12 +144,38 @@ mod tests {
     use super::*;
 
     #[test]
-    fn case_times_leave_skipped_cases_out() {
-        let junit = r#"<testsuite><testcase name="a/b" classname="sqlite" time="0.010">
-<property/></testcase><testcase name="a/c" classname="sqlite" time="0.020"><skipped message="x"/></testcase>
-<testcase name="a/b" classname="adapter:reference-sqlite" time="0.015"/></testsuite>"#;
-        let times = case_times(junit);
+    fn case_times_are_microseconds_and_leave_skipped_cases_out() {
+        let case = |target: &str, scenario: &str, result: CaseResult, elapsed_us| outcomes::CaseOutcome {
+            scenario: scenario.to_owned(),
+            concern: "a".to_owned(),
+            target: target.to_owned(),
+            server: "x".to_owned(),
+            result,
+            reason: None,
+            outcome_hash: None,
+            diff: None,
+            trace: None,
+            rerun: None,
+            elapsed_us,
+        };
+        let leg = LegOutcomes {
+            schema_version: outcomes::SCHEMA_VERSION,
+            reapcheck_version: "0".to_owned(),
+            leg: "l".to_owned(),
+            corpus_hash: "h".to_owned(),
+            filters: Vec::new(),
+            interrupted: false,
+            targets: Vec::new(),
+            cases: vec![
+                case("sqlite", "a/b", CaseResult::Pass, 310),
+                case("sqlite", "a/c", CaseResult::Skipped, 20),
+                case("adapter:reference-sqlite", "a/b", CaseResult::Pass, 470),
+            ],
+        };
+        let times = case_times(&leg);
         assert_eq!(times.len(), 2, "{times:?}");
-        assert_eq!(times[&("adapter:reference-sqlite".to_owned(), "a/b".to_owned())], 0.015);
+        // Under a millisecond, as junit.xml would have rounded it to 0.000.
+        assert_eq!(times[&("sqlite".to_owned(), "a/b".to_owned())], 310.0);
+        assert_eq!(times[&("adapter:reference-sqlite".to_owned(), "a/b".to_owned())], 470.0);
     }
 }
