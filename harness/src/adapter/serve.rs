@@ -3,12 +3,17 @@
 //! its executable specification (docs/adapter-protocol.md).
 //!
 //! It reads request lines and writes one reply line per request, nothing
-//! else (logs go to stderr). A `setup` connects to the target, creates and
-//! enters the namespace it names with the dialect's own `create_namespace`
-//! and `enter_namespace`, and plays the setup through [`Session::setup`];
-//! each worker and reaper request is one [`Session::step`]; `clock` is an
-//! `advance` by the difference; `read` is the session's state, instants
-//! absolute; `teardown` drops the namespace with `drop_namespace`.
+//! else (logs go to stderr). On a server target a `setup` connects, creates
+//! and enters the namespace it names with the dialect's own
+//! `create_namespace` and `enter_namespace`, and `teardown` drops it with
+//! `drop_namespace`. On SQLite the database is in this process's memory,
+//! which nothing else sees: it is kept from one scenario to the next with
+//! its tables, emptied by the dialect's `empty_namespace` before the next
+//! setup, as SQL mode keeps a lane (`crate::isolation`), and given up after
+//! a scenario with an error reply or a session time zone. The setup is
+//! played through [`Session::setup`]; each worker and reaper request is one
+//! [`Session::step`]; `clock` is an `advance` by the difference; `read` is
+//! the session's state, instants absolute.
 //!
 //! It never panics on input: a line that is not a request, a request out
 //! of turn, or one it cannot serve is an `error` reply of kind `exception`
@@ -23,7 +28,7 @@ use std::panic::AssertUnwindSafe;
 
 use futures_util::FutureExt;
 use serde_json::Value;
-use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt};
 
 use super::protocol::{
     self, AdapterInfo, Capabilities, ChangedReply, ClaimReply, Clock, ClockResult, Empty, ErrorKind, FinishReply,
@@ -33,6 +38,7 @@ use crate::backend::{Connection, Server};
 use crate::dialect::Dialect;
 use crate::driver::Session;
 use crate::engine::EngineError;
+use crate::isolation::{self, Acquired};
 use crate::outcome::{Status, StepResult};
 use crate::policy::{Field, Policy};
 use crate::redact;
@@ -89,6 +95,65 @@ where
     }
     servers.close().await;
     Ok(())
+}
+
+/// This process's stdin and stdout for [`serve`], to be called inside a
+/// tokio runtime. A pipe (as reapcheck starts an adapter) is read and
+/// written in non-blocking mode through the runtime's own event loop;
+/// anything else (a terminal, a file) and stdout shared with stderr go
+/// through tokio's standard streams, which hand every read and write to a
+/// thread of their own: two thread switches more per request, about half
+/// of the reference adapter's futex calls on a SQLite corpus run.
+pub fn standard_streams() -> (Box<dyn AsyncRead + Unpin + Send>, Box<dyn AsyncWrite + Unpin + Send>) {
+    let input: Box<dyn AsyncRead + Unpin + Send> = match pipes::input() {
+        Some(pipe) => Box::new(pipe),
+        None => Box::new(tokio::io::stdin()),
+    };
+    let output: Box<dyn AsyncWrite + Unpin + Send> = match pipes::output() {
+        Some(pipe) => Box::new(pipe),
+        None => Box::new(tokio::io::stdout()),
+    };
+    (input, output)
+}
+
+#[cfg(unix)]
+mod pipes {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::MetadataExt;
+
+    use tokio::net::unix::pipe::{Receiver, Sender};
+
+    /// stdin as a pipe, when it is one.
+    pub fn input() -> Option<Receiver> {
+        let fd = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
+        Receiver::from_file(std::fs::File::from(fd)).ok()
+    }
+
+    /// stdout as a pipe, when it is one and not stderr's too: non-blocking
+    /// mode belongs to the pipe's open file, so a stderr that shares it
+    /// would fail a log line instead of waiting.
+    pub fn output() -> Option<Sender> {
+        let out = std::fs::File::from(std::io::stdout().as_fd().try_clone_to_owned().ok()?);
+        let err = std::fs::File::from(std::io::stderr().as_fd().try_clone_to_owned().ok()?);
+        let (o, e) = (out.metadata().ok()?, err.metadata().ok()?);
+        if (o.dev(), o.ino()) == (e.dev(), e.ino()) {
+            return None;
+        }
+        Sender::from_file(out).ok()
+    }
+}
+
+#[cfg(not(unix))]
+mod pipes {
+    /// Never a pipe: tokio's standard streams.
+    pub fn input() -> Option<tokio::io::Stdin> {
+        None
+    }
+
+    /// Never a pipe: tokio's standard streams.
+    pub fn output() -> Option<tokio::io::Stdout> {
+        None
+    }
 }
 
 /// Input lines, read as bytes so that a line that is not UTF-8 is an
@@ -247,8 +312,15 @@ where
         }
     };
     let dialect = reference.dialect;
-    let mut conn = match enter(reference, servers, &setup).await {
-        Ok(conn) => conn,
+    let (server, url) = match server_of(reference, servers, &setup).await {
+        Ok(reached) => reached,
+        Err(message) => {
+            write(output, &Reply::error(seq, ErrorKind::Exception, message)).await?;
+            return Ok(Ended::Teardown);
+        }
+    };
+    let mut place = match Place::enter(reference, server, &url, &setup).await {
+        Ok(place) => place,
         Err(message) => {
             write(output, &Reply::error(seq, ErrorKind::Exception, message)).await?;
             return Ok(Ended::Teardown);
@@ -256,15 +328,16 @@ where
     };
     let policy = dialect.profile.policy.clone();
     let played = {
-        let engine = SqlEngine::new(dialect, scenario.schema, &mut conn);
+        let tables_kept = place.tables_kept();
+        let engine = SqlEngine::new(dialect, scenario.schema, place.conn()).with_tables_kept(tables_kept);
         let mut engine = Resolved::new(engine, dialect.profile.time_resolution);
         let mut session = Session::new(&scenario, &policy, &mut engine, None);
         play(&mut session, &scenario, seq, lines, output).await
     };
-    let dropped = namespace_script_for(&mut conn, dialect, "drop_namespace", Schema::Standard, &setup.namespace).await;
-    conn.close().await;
+    let clean = matches!(played, Ok(Played::Teardown { clean: true, .. }));
+    let dropped = place.leave(reference, server, &setup, clean).await;
     match played? {
-        Played::Teardown(seq) => {
+        Played::Teardown { seq, .. } => {
             let reply = match dropped {
                 Ok(()) => Reply::ok(seq, &Empty {}),
                 Err(e) => Reply::error(seq, ErrorKind::Exception, format!("cannot drop the namespace: {e}")),
@@ -277,9 +350,14 @@ where
     }
 }
 
-/// A connection of the target's, inside the setup's namespace (made and
-/// entered); on failure the namespace is dropped again.
-async fn enter(reference: &Reference<'_>, servers: &mut Servers, setup: &Setup) -> Result<Connection, String> {
+/// The server of the setup's database and its URL: SQLite's in-process
+/// one (URL empty), else the setup's `database.url` (else the target's
+/// `REAPCHECK_<TARGET>_URL`). Refuses a namespace reapcheck would not make.
+async fn server_of<'s>(
+    reference: &Reference<'_>,
+    servers: &'s mut Servers,
+    setup: &Setup,
+) -> Result<(&'s Server, String), String> {
     let namespace = &setup.namespace;
     if !is_namespace(namespace) {
         return Err(format!(
@@ -296,27 +374,93 @@ async fn enter(reference: &Reference<'_>, servers: &mut Servers, setup: &Setup) 
         })?,
     };
     let server = servers.get(target, &url).await?;
-    let mut conn =
-        server.open().await.map_err(|e| format!("cannot connect: {}", redact::message(&e.to_string(), &url)))?;
-    let dialect = reference.dialect;
-    let made = async {
-        conn.set_instant_encoding(dialect.profile.instants)
-            .await
-            .map_err(|e| format!("cannot set the instant encoding: {e}"))?;
-        for script in ["create_namespace", "enter_namespace"] {
-            namespace_script_for(&mut conn, dialect, script, setup.schema, namespace)
+    Ok((server, url))
+}
+
+/// Where one scenario's tables are.
+enum Place {
+    /// SQLite: an in-memory database of this process, which nothing else
+    /// can see. It is kept from one scenario to the next with its tables,
+    /// emptied by the dialect's `empty_namespace`, as SQL mode keeps a
+    /// lane (`crate::isolation`, under the same rules: a scenario with an
+    /// error or a session time zone gives it up). Making a new database
+    /// and its tables for every scenario was most of a short scenario's
+    /// time in the adapter (a connection, its worker thread and the
+    /// schema's DDL).
+    Lane(Acquired),
+    /// A server: the namespace the setup names, made for this scenario and
+    /// dropped after it (the protocol: nothing outside it).
+    Named(Connection),
+}
+
+impl Place {
+    /// A connection ready for the setup: in a kept or new SQLite database,
+    /// or inside the setup's namespace, made and entered (on failure the
+    /// namespace is dropped again).
+    async fn enter(reference: &Reference<'_>, server: &Server, url: &str, setup: &Setup) -> Result<Place, String> {
+        let dialect = reference.dialect;
+        if reference.target == Target::Sqlite {
+            return isolation::acquire(server, dialect, setup.schema, &mut Vec::new())
                 .await
-                .map_err(|e| format!("cannot make namespace `{namespace}`: {e}"))?;
+                .map(Place::Lane)
+                .map_err(|e| format!("cannot open the database: {e}"));
         }
-        Ok::<(), String>(())
+        let namespace = &setup.namespace;
+        let mut conn =
+            server.open().await.map_err(|e| format!("cannot connect: {}", redact::message(&e.to_string(), url)))?;
+        let made = async {
+            conn.set_instant_encoding(dialect.profile.instants)
+                .await
+                .map_err(|e| format!("cannot set the instant encoding: {e}"))?;
+            for script in ["create_namespace", "enter_namespace"] {
+                namespace_script_for(&mut conn, dialect, script, setup.schema, namespace)
+                    .await
+                    .map_err(|e| format!("cannot make namespace `{namespace}`: {e}"))?;
+            }
+            Ok::<(), String>(())
+        }
+        .await;
+        match made {
+            Ok(()) => Ok(Place::Named(conn)),
+            Err(message) => {
+                let _ = namespace_script_for(&mut conn, dialect, "drop_namespace", Schema::Standard, namespace).await;
+                conn.close().await;
+                Err(message)
+            }
+        }
     }
-    .await;
-    match made {
-        Ok(()) => Ok(conn),
-        Err(message) => {
-            let _ = namespace_script_for(&mut conn, dialect, "drop_namespace", Schema::Standard, namespace).await;
-            conn.close().await;
-            Err(message)
+
+    fn conn(&mut self) -> &mut Connection {
+        match self {
+            Place::Lane(acquired) => &mut acquired.lane.conn,
+            Place::Named(conn) => conn,
+        }
+    }
+
+    /// Whether the tables are there already (emptied): `schema` is not run.
+    fn tables_kept(&self) -> bool {
+        matches!(self, Place::Lane(a) if a.tables_kept)
+    }
+
+    /// After the scenario: a SQLite lane is kept when the scenario was
+    /// `clean` (every request answered `ok`, no session time zone), else
+    /// dropped; a server's namespace is dropped.
+    async fn leave(self, reference: &Reference<'_>, server: &Server, setup: &Setup, clean: bool) -> Result<(), String> {
+        let dialect = reference.dialect;
+        match self {
+            Place::Lane(mut acquired) => {
+                let keep =
+                    clean && isolation::reusable(&mut acquired, None, setup.session_time_zone.is_some(), &[]).await;
+                isolation::release(server, dialect, acquired, keep, &mut Vec::new()).await.map_err(|e| e.to_string())
+            }
+            Place::Named(mut conn) => {
+                let dropped =
+                    namespace_script_for(&mut conn, dialect, "drop_namespace", Schema::Standard, &setup.namespace)
+                        .await
+                        .map_err(|e| e.to_string());
+                conn.close().await;
+                dropped
+            }
         }
     }
 }
@@ -331,7 +475,13 @@ fn is_namespace(name: &str) -> bool {
 /// How playing a scenario's requests ended.
 enum Played {
     /// `teardown` with this `seq` arrived; its reply is not yet written.
-    Teardown(u64),
+    /// `clean`: every request of the scenario was answered `ok`.
+    Teardown {
+        /// The teardown's `seq`.
+        seq: u64,
+        /// Every request was answered `ok`.
+        clean: bool,
+    },
     /// The setup failed; its error reply was written.
     SetupFailed,
     /// Input ended.
@@ -358,20 +508,25 @@ where
             return Ok(Played::SetupFailed);
         }
     }
+    let mut clean = true;
     while let Some(line) = lines.next().await? {
         let request = match read_request(&line) {
             Ok(r) => r,
             Err(reply) => {
+                clean = false;
                 write(output, &reply).await?;
                 continue;
             }
         };
         let seq = request.seq;
         let reply = match request.op {
-            Op::Teardown(_) => return Ok(Played::Teardown(seq)),
+            Op::Teardown(_) => return Ok(Played::Teardown { seq, clean }),
             op => match answer(session, scenario, &op).await {
                 Ok(result) => Reply { seq, body: protocol::Body::Ok(protocol::OkBody { result }) },
-                Err(message) => Reply::error(seq, ErrorKind::Exception, message),
+                Err(message) => {
+                    clean = false;
+                    Reply::error(seq, ErrorKind::Exception, message)
+                }
             },
         };
         write(output, &reply).await?;

@@ -92,9 +92,12 @@ fn serve_command(args: ServeArgs) -> ExitCode {
         }
     };
     let reference = serve::Reference { target, dialect: &dialect };
-    let served = runtime().block_on(async {
-        let input = tokio::io::BufReader::new(tokio::io::stdin());
-        serve::serve(&reference, input, tokio::io::stdout()).await
+    // One thread: a request's reply is all there is to do, and the event
+    // loop on the thread that waits for it wakes it without a hand-over.
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("the tokio runtime starts");
+    let served = runtime.block_on(async {
+        let (input, output) = serve::standard_streams();
+        serve::serve(&reference, tokio::io::BufReader::new(input), output).await
     });
     match served {
         Ok(()) => ExitCode::SUCCESS,
