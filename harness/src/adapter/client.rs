@@ -10,6 +10,7 @@
 
 use std::time::Duration;
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::process::{AdapterProcess, ProcessError, Spawn, StderrTail};
@@ -284,6 +285,9 @@ fn process_kind(e: ProcessError, timeout: Duration) -> ClientErrorKind {
 
 /// Decodes the reply `line` to request `seq` of `op`, strictly.
 fn decode(seq: u64, op: &Op, line: &str) -> Result<Answer, ClientErrorKind> {
+    if let Some(result) = OpResult::from_ok_line(op, seq, line) {
+        return Ok(Answer::Ok(result));
+    }
     let value: Value = serde_json::from_str(line).map_err(|e| ClientErrorKind::NotProtocol(e.to_string()))?;
     let Some(object) = value.as_object().filter(|o| o.contains_key("reply") || o.contains_key("seq")) else {
         return Err(ClientErrorKind::NotProtocol("it is JSON, but not an object with `seq` and `reply`".into()));
@@ -293,7 +297,8 @@ fn decode(seq: u64, op: &Op, line: &str) -> Result<Answer, ClientErrorKind> {
         Some(other) => return Err(ClientErrorKind::WrongSeq { expected: seq, got: other.to_string() }),
         None => return Err(ClientErrorKind::Malformed("the reply has no `seq`: echo the request's".into())),
     }
-    let reply = Reply::from_line(line).map_err(|e| classify(&e.to_string()))?;
+    // Parsed once here: the reply is read from the parsed value.
+    let reply = Reply::deserialize(value).map_err(|e| classify(&e.to_string()))?;
     match reply.body {
         Body::Ok(ok) => OpResult::decode(op, ok.result)
             .map(Answer::Ok)

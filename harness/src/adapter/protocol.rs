@@ -792,6 +792,66 @@ impl OpResult {
     }
 }
 
+impl OpResult {
+    /// Reads `line` in one pass as an `ok` reply to request `seq` of `op`
+    /// that holds exactly `seq`, `reply` and `result`, its result straight
+    /// into the operation's type; `None` for any other line (an error
+    /// reply, another `seq`, a field too many or missing, a duplicate, a
+    /// value of the wrong type), which [`Reply::from_line`] and
+    /// [`OpResult::decode`] then read and, where it is wrong, say why.
+    /// Whatever this reads, they read alike; it only skips building the
+    /// reply as a JSON value, then its result as another, first (parsing
+    /// was the most of what reapcheck did with an adapter's `read`).
+    pub fn from_ok_line(op: &Op, seq: u64, line: &str) -> Option<OpResult> {
+        #[derive(Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        enum OkTag {
+            Ok,
+        }
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct OkLine<T> {
+            seq: u64,
+            #[allow(dead_code)]
+            reply: OkTag,
+            result: T,
+        }
+        fn read<T: DeserializeOwned>(seq: u64, line: &str) -> Option<T> {
+            let ok: OkLine<T> = serde_json::from_str(line).ok()?;
+            (ok.seq == seq).then_some(ok.result)
+        }
+        Some(match op {
+            Op::Handshake(_) => OpResult::Handshake(read(seq, line)?),
+            Op::Setup(_) => read::<Empty>(seq, line).map(|_| OpResult::Setup)?,
+            Op::Clock(_) => OpResult::Clock(read(seq, line)?),
+            Op::Claim(_) => OpResult::Claim(read(seq, line)?),
+            Op::Heartbeat(_) => OpResult::Heartbeat(read(seq, line)?),
+            Op::Complete(_) => OpResult::Complete(read(seq, line)?),
+            Op::Fail(_) => OpResult::Fail(read(seq, line)?),
+            Op::Reap(_) => OpResult::Reap(read(seq, line)?),
+            Op::Scan(_) => OpResult::Scan(read(seq, line)?),
+            Op::Apply(_) => OpResult::Apply(read(seq, line)?),
+            Op::Set(_) => read::<Empty>(seq, line).map(|_| OpResult::Set)?,
+            Op::Read(_) => OpResult::Read(read(seq, line)?),
+            Op::Teardown(_) => read::<Empty>(seq, line).map(|_| OpResult::Teardown)?,
+        })
+    }
+}
+
+/// An `ok` reply line to request `seq` with `result` (without the
+/// newline), written in one pass: `{"seq":N,"reply":"ok","result":{...}}`,
+/// the result's fields in their declared order. The same reply as
+/// [`Reply::ok`] and [`Reply::to_line`], which build it as a JSON value
+/// first (and write each object's keys sorted).
+pub fn ok_line<T: Serialize>(seq: u64, result: &T) -> String {
+    let mut line = format!("{{\"seq\":{seq},\"reply\":\"ok\",\"result\":").into_bytes();
+    if serde_json::to_writer(&mut line, result).is_err() {
+        line.extend_from_slice(b"{}");
+    }
+    line.push(b'}');
+    String::from_utf8(line).expect("JSON is UTF-8")
+}
+
 /// Serde for instants as the protocol writes them: RFC 3339 in UTC with
 /// exactly six fractional digits (`2026-01-15T12:00:00.000000Z`). Reading
 /// refuses any other shape (an offset, fewer or more digits), and an

@@ -192,7 +192,11 @@ fn read_request(line: &[u8]) -> Result<Request, Reply> {
 }
 
 async fn write<W: AsyncWrite + Unpin>(output: &mut W, reply: &Reply) -> std::io::Result<()> {
-    let mut line = reply.to_line();
+    write_line(output, reply.to_line()).await
+}
+
+/// Writes one reply line and its newline, in one write.
+async fn write_line<W: AsyncWrite + Unpin>(output: &mut W, mut line: String) -> std::io::Result<()> {
     line.push('\n');
     output.write_all(line.as_bytes()).await?;
     output.flush().await
@@ -339,10 +343,10 @@ where
     match played? {
         Played::Teardown { seq, .. } => {
             let reply = match dropped {
-                Ok(()) => Reply::ok(seq, &Empty {}),
-                Err(e) => Reply::error(seq, ErrorKind::Exception, format!("cannot drop the namespace: {e}")),
+                Ok(()) => protocol::ok_line(seq, &Empty {}),
+                Err(e) => Reply::error(seq, ErrorKind::Exception, format!("cannot drop the namespace: {e}")).to_line(),
             };
-            write(output, &reply).await?;
+            write_line(output, reply).await?;
             Ok(Ended::Teardown)
         }
         Played::SetupFailed => Ok(Ended::Teardown),
@@ -502,7 +506,7 @@ where
     W: AsyncWrite + Unpin,
 {
     match guarded(session.setup()).await {
-        Ok(()) => write(output, &Reply::ok(seq, &Empty {})).await?,
+        Ok(()) => write_line(output, protocol::ok_line(seq, &Empty {})).await?,
         Err(message) => {
             write(output, &Reply::error(seq, ErrorKind::Exception, format!("setup failed: {message}"))).await?;
             return Ok(Played::SetupFailed);
@@ -519,17 +523,17 @@ where
             }
         };
         let seq = request.seq;
-        let reply = match request.op {
+        let line = match request.op {
             Op::Teardown(_) => return Ok(Played::Teardown { seq, clean }),
-            op => match answer(session, scenario, &op).await {
-                Ok(result) => Reply { seq, body: protocol::Body::Ok(protocol::OkBody { result }) },
+            op => match answer(session, scenario, seq, &op).await {
+                Ok(line) => line,
                 Err(message) => {
                     clean = false;
-                    Reply::error(seq, ErrorKind::Exception, message)
+                    Reply::error(seq, ErrorKind::Exception, message).to_line()
                 }
             },
         };
-        write(output, &reply).await?;
+        write_line(output, line).await?;
     }
     Ok(Played::Input)
 }
@@ -550,12 +554,14 @@ async fn guarded<T>(future: impl Future<Output = Result<T, EngineError>>) -> Res
     }
 }
 
-/// The `ok` result of one request within a scenario, or what went wrong.
+/// The `ok` reply line to request `seq` within a scenario, or what went
+/// wrong.
 async fn answer<E: crate::engine::Engine>(
     session: &mut Session<'_, E>,
     scenario: &Scenario,
+    seq: u64,
     op: &Op,
-) -> Result<Value, String> {
+) -> Result<String, String> {
     let known = |job: &str| -> Result<(), String> {
         if scenario.jobs.iter().any(|j| j.has_row(job)) {
             Ok(())
@@ -575,12 +581,12 @@ async fn answer<E: crate::engine::Engine>(
         Op::Teardown(_) => unreachable!("teardown ends the scenario before it gets here"),
         Op::Read(_) => {
             let state = guarded(session.read_state()).await?;
-            return Ok(to_value(&read_result(state)));
+            return Ok(protocol::ok_line(seq, &read_result(state)));
         }
         Op::Clock(c) => {
             let by = c.now.since(session.now());
             guarded(session.step(&Step::Advance(by))).await?;
-            return Ok(to_value(&ClockResult { app: session.now(), database: None }));
+            return Ok(protocol::ok_line(seq, &ClockResult { app: session.now(), database: None }));
         }
         Op::Set(s) => Step::Set(SetArgs { heartbeat_grace: s.heartbeat_grace }),
         Op::Claim(a) => {
@@ -607,19 +613,17 @@ async fn answer<E: crate::engine::Engine>(
     };
     let result = guarded(session.step(&step)).await?;
     Ok(match result {
-        None => to_value(&Empty {}),
-        Some(StepResult::Reap(changed) | StepResult::Apply(changed)) => to_value(&ChangedReply { changed }),
-        Some(StepResult::Scan(candidates)) => to_value(&ScanReply { candidates }),
-        Some(StepResult::Claim(result)) => to_value(&ClaimReply { result }),
-        Some(StepResult::Heartbeat(result)) => to_value(&HeartbeatReply { result }),
+        None => protocol::ok_line(seq, &Empty {}),
+        Some(StepResult::Reap(changed) | StepResult::Apply(changed)) => {
+            protocol::ok_line(seq, &ChangedReply { changed })
+        }
+        Some(StepResult::Scan(candidates)) => protocol::ok_line(seq, &ScanReply { candidates }),
+        Some(StepResult::Claim(result)) => protocol::ok_line(seq, &ClaimReply { result }),
+        Some(StepResult::Heartbeat(result)) => protocol::ok_line(seq, &HeartbeatReply { result }),
         Some(StepResult::Complete(result, lease_lost) | StepResult::Fail(result, lease_lost)) => {
-            to_value(&FinishReply { result, lease_lost })
+            protocol::ok_line(seq, &FinishReply { result, lease_lost })
         }
     })
-}
-
-fn to_value<T: serde::Serialize>(result: &T) -> Value {
-    serde_json::to_value(result).expect("a result serializes")
 }
 
 /// The session's state as `read` reports it.

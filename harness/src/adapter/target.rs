@@ -29,6 +29,7 @@ use crate::feature;
 use crate::outcome::{ClaimResult, Outcome, Status, StepResult, WorkerResult};
 use crate::reach::{self, Reach};
 use crate::redact;
+use crate::relax;
 use crate::runner::{self, ModelRun, Verdict};
 use crate::scenario::{AttemptRef, DEFAULT_REAPER, LoadedScenario, Scenario, Step};
 use crate::sql::namespace_script;
@@ -79,8 +80,10 @@ pub struct Transcript {
     pub marks: Vec<usize>,
     /// The adapter's state after setup (index 0) and after each step, as
     /// compared under its profile (short when the run stopped early).
+    /// Rendered only when the scenario failed: empty when it passed (every
+    /// state then agreed with the model's) or was skipped.
     pub states: Vec<String>,
-    /// The model's, under the adapter's policy.
+    /// The model's, under the adapter's policy (empty unless it failed).
     pub model_states: Vec<String>,
 }
 
@@ -372,8 +375,6 @@ impl AdapterTarget {
         let marks = std::mem::take(&mut play.marks);
         let steps = play.steps.clone();
         let checkpoints = std::mem::take(&mut play.checkpoints);
-        transcript.states = crate::trace::documents(&checkpoints, &profile);
-        transcript.model_states = crate::trace::documents(&model_states, &profile);
         let broken = crate::invariants::check(&scenario.scenario, &profile.policy, &checkpoints);
         let alive = !matches!(played, Err(Stop::Broken(_) | Stop::Interrupted(_)));
         if alive && !matches!(played, Ok(_)) {
@@ -414,7 +415,7 @@ impl AdapterTarget {
             Ok(outcome) => {
                 let (verdict, actual) = self.judge(&adapter, &profile, outcome, &model_outcome);
                 // Every state read between steps is judged, not only the last.
-                let parted = transcript.states.iter().zip(&transcript.model_states).position(|(a, b)| a != b);
+                let parted = states_parting(&model_states, &checkpoints, &profile);
                 let verdict = match (verdict, parted) {
                     (Verdict::Ok, Some(c)) => Verdict::Fail(format!(
                         "{} ends as the model does, but its state after {} is not the model's",
@@ -423,10 +424,17 @@ impl AdapterTarget {
                     )),
                     (verdict, _) => verdict,
                 };
-                document = (profile.is_reference() && verdict == Verdict::Ok).then_some(actual);
+                document = if verdict == Verdict::Ok { actual } else { None };
                 runner::with_invariants(verdict, &broken)
             }
         };
+        if matches!(verdict, Verdict::Fail(_)) {
+            // Rendered for a failure's message and for `explain` only: on a
+            // passing run the documents were a third of the adapter target's
+            // instructions (callgrind, SQLite corpus), for nothing.
+            transcript.states = crate::trace::documents(&checkpoints, &profile);
+            transcript.model_states = crate::trace::documents(&model_states, &profile);
+        }
         let verdict = match (verdict, dropped) {
             (Verdict::Fail(why), _) => {
                 let first = first_parting(&steps, &model_outcome.steps, &transcript.states, &transcript.model_states);
@@ -458,16 +466,22 @@ impl AdapterTarget {
     }
 
     /// The adapter's outcome against the model's under its profile: the
-    /// verdict, and the adapter's compared document.
-    fn judge(&self, adapter: &str, profile: &Profile, outcome: Outcome, model: &Outcome) -> (Verdict, String) {
+    /// verdict, and the adapter's compared document when the verdict is `ok`
+    /// and the profile the reference (the only documents hashed). Outcomes
+    /// equal once normalized ([`relax::normalize`]) have equal documents,
+    /// so only a pair that differs there is rendered and compared as text.
+    fn judge(&self, adapter: &str, profile: &Profile, outcome: Outcome, model: &Outcome) -> (Verdict, Option<String>) {
+        let reference = profile.is_reference();
+        if relax::normalize(model.clone(), profile) == relax::normalize(outcome.clone(), profile) {
+            return (Verdict::Ok, reference.then(|| runner::compared_document(outcome, profile)));
+        }
         let expected = runner::compared_document(model.clone(), profile);
         let actual = runner::compared_document(outcome, profile);
-        let label = if profile.is_reference() { "model".to_owned() } else { format!("model under {adapter}'s policy") };
-        let verdict = match crate::diff::render(&label, &expected, &self.name(), &actual) {
-            None => Verdict::Ok,
-            Some(d) => Verdict::Fail(format!("{} disagrees with the {label}\n{d}", self.name())),
-        };
-        (verdict, actual)
+        let label = if reference { "model".to_owned() } else { format!("model under {adapter}'s policy") };
+        match crate::diff::render(&label, &expected, &self.name(), &actual) {
+            None => (Verdict::Ok, reference.then_some(actual)),
+            Some(d) => (Verdict::Fail(format!("{} disagrees with the {label}\n{d}", self.name())), None),
+        }
     }
 
     /// The difference between the model's state and the adapter's at
@@ -874,6 +888,17 @@ fn error_stop(op: &str, e: ErrorBody) -> Stop {
             None => Stop::Fail(format!("`{op}` raised: {}", e.message)),
         },
     }
+}
+
+/// The first checkpoint (0: after setup, `i + 1`: after step `i`) where
+/// the adapter's state and the model's differ as compared under `profile`,
+/// of those both have. Equal once normalized ([`relax::normalize`]) means
+/// equal documents, so a document is rendered only for a pair that is not.
+fn states_parting(model: &driver::Checkpoints, ours: &driver::Checkpoints, profile: &Profile) -> Option<usize> {
+    model.iter().zip(ours.iter()).position(|(m, o)| {
+        relax::normalize(m.clone(), profile) != relax::normalize(o.clone(), profile)
+            && relax::document(m.clone(), profile) != relax::document(o.clone(), profile)
+    })
 }
 
 /// The first checkpoint where the adapter and the model part (0: after
