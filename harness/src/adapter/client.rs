@@ -14,7 +14,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::process::{AdapterProcess, ProcessError, Spawn, StderrTail};
-use super::protocol::{self, Body, ErrorBody, ErrorKind, Handshake, HandshakeResult, Op, OpResult, Reply, Request};
+use super::protocol::{
+    self, Body, Empty, ErrorBody, ErrorKind, Handshake, HandshakeResult, Op, OpResult, Reply, Request,
+};
 use crate::redact;
 
 /// The hint for a stdout line that is not a reply.
@@ -133,6 +135,15 @@ pub struct Client {
     timeout: Duration,
     secrets: Vec<String>,
     log: Vec<Exchange>,
+    /// A `read` sent ahead whose reply has not been read yet.
+    ahead: Option<Sent>,
+}
+
+/// A request sent: its `seq` and where its exchange is in the log.
+#[derive(Clone, Copy, Debug)]
+struct Sent {
+    seq: u64,
+    exchange: usize,
 }
 
 impl Client {
@@ -150,7 +161,15 @@ impl Client {
             line: None,
             kind: ClientErrorKind::Start(e.to_string()),
         })?;
-        Ok(Client { name: name.to_owned(), process, seq: 0, timeout, secrets: Vec::new(), log: Vec::new() })
+        Ok(Client {
+            name: name.to_owned(),
+            process,
+            seq: 0,
+            timeout,
+            secrets: Vec::new(),
+            log: Vec::new(),
+            ahead: None,
+        })
     }
 
     /// The adapter's configured name.
@@ -215,38 +234,76 @@ impl Client {
         }
     }
 
-    /// Sends `op` as the next request and waits for its reply.
+    /// Sends `op` as the next request and waits for its reply. A `read`
+    /// sent ahead ([`Client::request_then_read`]) is not sent again: `op`
+    /// a `read` gets that one's reply; any other `op` is sent after that
+    /// reply came (and was checked, then set aside).
     ///
     /// # Errors
     ///
     /// Every protocol violation, an exit, a crash or a hang. The process
     /// is unusable afterwards: the caller starts a new one.
     pub async fn request(&mut self, op: Op) -> Result<Answer, ClientError> {
-        self.seq += 1;
-        let seq = self.seq;
-        let name = op.name();
-        let request = Request { seq, op };
-        let line = request.to_line();
-        self.log.push(Exchange { request: self.redact(&line), reply: None });
-        let error = |client: &Client, kind, line: Option<&str>| ClientError {
-            adapter: client.name.clone(),
-            op: name,
-            seq,
-            line: line.map(|l| client.redact(l)),
-            kind,
-        };
-        if let Err(e) = self.process.send(&line).await {
-            return Err(error(self, process_kind(e, self.timeout), None));
+        if let Some(ahead) = self.ahead.take() {
+            let read = self.receive(ahead, &Op::Read(Empty {})).await?;
+            if matches!(op, Op::Read(_)) {
+                return Ok(read);
+            }
         }
+        let (sent, line) = self.number(&op);
+        if let Err(e) = self.process.send(&line).await {
+            return Err(self.error(&op, sent.seq, process_kind(e, self.timeout), None));
+        }
+        self.receive(sent, &op).await
+    }
+
+    /// Sends `op` and, right behind it, a `read`, without waiting in
+    /// between (for an adapter whose handshake declares `pipelined`); waits
+    /// for `op`'s reply only. The `read`'s reply is the next
+    /// [`Client::request`]'s: a `read` gets it, anything else waits for it
+    /// first. Both exchanges are recorded in order, each reply checked as
+    /// any other.
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::request`], for `op`.
+    pub async fn request_then_read(&mut self, op: Op) -> Result<Answer, ClientError> {
+        if let Some(ahead) = self.ahead.take() {
+            self.receive(ahead, &Op::Read(Empty {})).await?;
+        }
+        let (sent, line) = self.number(&op);
+        let (read, read_line) = self.number(&Op::Read(Empty {}));
+        if let Err(e) = self.process.send(&format!("{line}\n{read_line}")).await {
+            return Err(self.error(&op, sent.seq, process_kind(e, self.timeout), None));
+        }
+        self.ahead = Some(read);
+        self.receive(sent, &op).await
+    }
+
+    /// The next `seq` for `op`, its line, and its exchange recorded.
+    fn number(&mut self, op: &Op) -> (Sent, String) {
+        self.seq += 1;
+        let line = Request::line_of(self.seq, op);
+        self.log.push(Exchange { request: self.redact(&line), reply: None });
+        (Sent { seq: self.seq, exchange: self.log.len() - 1 }, line)
+    }
+
+    /// Waits for the reply to `sent` (a request of `op`), records it and
+    /// decodes it.
+    async fn receive(&mut self, sent: Sent, op: &Op) -> Result<Answer, ClientError> {
         let reply = match self.process.receive(self.timeout).await {
             Ok(reply) => reply,
-            Err(e) => return Err(error(self, process_kind(e, self.timeout), None)),
+            Err(e) => return Err(self.error(op, sent.seq, process_kind(e, self.timeout), None)),
         };
         let shown = self.redact(&reply);
-        if let Some(last) = self.log.last_mut() {
-            last.reply = Some(shown);
+        if let Some(exchange) = self.log.get_mut(sent.exchange) {
+            exchange.reply = Some(shown);
         }
-        decode(seq, &request.op, &reply).map_err(|kind| error(self, kind, Some(&reply)))
+        decode(sent.seq, op, &reply).map_err(|kind| self.error(op, sent.seq, kind, Some(&reply)))
+    }
+
+    fn error(&self, op: &Op, seq: u64, kind: ClientErrorKind, line: Option<&str>) -> ClientError {
+        ClientError { adapter: self.name.clone(), op: op.name(), seq, line: line.map(|l| self.redact(l)), kind }
     }
 
     /// Closes the adapter: stdin closed, up to 2 s to exit, then killed.
@@ -330,7 +387,8 @@ mod tests {
 
     #[test]
     fn each_violation_is_its_own_kind() {
-        let cases: [(&str, fn(&ClientErrorKind) -> bool); 7] = [
+        type Is = fn(&ClientErrorKind) -> bool;
+        let cases: [(&str, Is); 7] = [
             ("starting worker...", |k| matches!(k, ClientErrorKind::NotProtocol(_))),
             ("[1, 2]", |k| matches!(k, ClientErrorKind::NotProtocol(_))),
             (r#"{"seq":2,"reply":"ok","result":{}}"#, |k| matches!(k, ClientErrorKind::WrongSeq { .. })),
@@ -395,6 +453,87 @@ mod tests {
         let mut c = Client::start("hang", &sh("read l; sleep 30"), Duration::from_millis(300)).unwrap();
         let e = c.request(read()).await.unwrap_err();
         assert!(matches!(e.kind, ClientErrorKind::Hung(_)), "{e}");
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_read_sent_ahead_goes_with_its_request_and_its_reply_is_the_next_reads() {
+        // This adapter reads two lines before it answers either: it only
+        // answers when the read comes right behind the clock.
+        let both = r#"read a; read b
+echo '{"seq":1,"reply":"ok","result":{"app":"2026-01-15T12:00:00.000000Z","database":null}}'
+echo '{"seq":2,"reply":"ok","result":{"jobs":[],"leases":[],"hooks":[]}}'
+read c
+echo '{"seq":3,"reply":"ok","result":{}}'"#;
+        let mut c = Client::start("ahead", &sh(both), Duration::from_secs(5)).unwrap();
+        let now = protocol::instant::parse("2026-01-15T12:00:00.000000Z").unwrap();
+        let clock = c.request_then_read(Op::Clock(protocol::ClockArgs { now })).await.unwrap();
+        assert!(matches!(clock, Answer::Ok(OpResult::Clock(_))), "{clock:?}");
+        let read = c.request(read()).await.unwrap();
+        assert!(matches!(read, Answer::Ok(OpResult::Read(_))), "{read:?}");
+        let teardown = c.request(Op::Teardown(Empty {})).await.unwrap();
+        assert_eq!(teardown, Answer::Ok(OpResult::Teardown));
+        let log = c.take_log();
+        let requests: Vec<&str> = log.iter().map(|e| e.request.as_str()).collect();
+        assert!(requests[1].starts_with(r#"{"seq":2,"op":"read""#), "{requests:?}");
+        assert!(log.iter().all(|e| e.reply.is_some()), "{log:?}");
+        c.kill().await;
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_request_after_a_read_sent_ahead_waits_for_and_checks_its_reply() {
+        // The reply to the read sent ahead echoes the wrong seq: the next
+        // request reports it, as the read's, before anything is sent.
+        let wrong = r#"read a; read b
+echo '{"seq":1,"reply":"ok","result":{"changed":0}}'
+echo '{"seq":7,"reply":"ok","result":{"jobs":[],"leases":[],"hooks":[]}}'
+read c; echo never"#;
+        let mut c = Client::start("wrong", &sh(wrong), Duration::from_secs(5)).unwrap();
+        let reap = Op::Reap(protocol::ReapArgs { timeout: None, queues: None });
+        assert!(matches!(c.request_then_read(reap).await.unwrap(), Answer::Ok(OpResult::Reap(_))));
+        let e = c.request(Op::Teardown(Empty {})).await.unwrap_err();
+        assert!(matches!(e.kind, ClientErrorKind::WrongSeq { expected: 2, .. }), "{e}");
+        assert_eq!((e.op, e.seq), ("read", 2), "{e}");
+        c.kill().await;
+    }
+
+    #[test]
+    fn an_ok_line_read_in_one_pass_is_what_the_strict_way_reads() {
+        let ops: Vec<(Op, &str)> = vec![
+            (
+                read(),
+                r#"{"jobs":[{"id":"a","status":"pending","attempts":1,"claim_token":null,"heartbeat_at":null,"run_at":"2026-01-15T12:10:04.000000Z","updated_at":"2026-01-15T12:10:00.000000Z","failed_at":null,"completed_at":null,"last_error":"timeout","raw":{"k":[1,2]}}],"leases":[{"name":"l","owner":"a/1","expires_at":"2026-01-15T12:10:04.000000Z"}],"hooks":[{"job":"a","attempt":1,"final":true,"error":"timeout"}]}"#,
+            ),
+            (Op::Reap(protocol::ReapArgs { timeout: None, queues: None }), r#"{"changed":2}"#),
+            (Op::Claim(protocol::AttemptArgs { job: "a".into(), token: "a/2".into() }), r#"{"result":"claimed"}"#),
+            (Op::Teardown(Empty {}), "{}"),
+        ];
+        for (op, result) in ops {
+            let line = format!(r#"{{"seq":3,"reply":"ok","result":{result}}}"#);
+            let fast = OpResult::from_ok_line(&op, 3, &line).unwrap_or_else(|| panic!("{line}"));
+            let strict = match Reply::from_line(&line).unwrap().body {
+                Body::Ok(ok) => OpResult::decode(&op, ok.result).unwrap(),
+                Body::Error(e) => panic!("{e:?}"),
+            };
+            assert_eq!(fast, strict, "{line}");
+            assert_eq!(decode(3, &op, &line).unwrap(), Answer::Ok(strict));
+        }
+        // Anything else is left to the strict way, which says what is wrong.
+        let teardown = Op::Teardown(Empty {});
+        for line in [
+            r#"{"seq":4,"reply":"ok","result":{}}"#,
+            r#"{"seq":3,"reply":"ok","result":{},"x":1}"#,
+            r#"{"seq":3,"seq":3,"reply":"ok","result":{}}"#,
+            r#"{"seq":3,"reply":"error","kind":"refused","message":"no"}"#,
+            r#"{"seq":3.0,"reply":"ok","result":{}}"#,
+        ] {
+            assert_eq!(OpResult::from_ok_line(&teardown, 3, line), None, "{line}");
+        }
+        assert!(matches!(
+            decode(3, &teardown, r#"{"seq":3,"reply":"ok","result":{},"x":1}"#),
+            Err(ClientErrorKind::UnknownField(_))
+        ));
     }
 
     #[test]

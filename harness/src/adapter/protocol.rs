@@ -426,6 +426,18 @@ impl Request {
         serde_json::to_string(self).expect("a request always serializes")
     }
 
+    /// The line of request `seq` of `op`, as [`Request::to_line`] writes
+    /// it, without an owned request (a `setup` is not copied to be sent).
+    pub fn line_of(seq: u64, op: &Op) -> String {
+        struct Borrowed<'a>(u64, &'a Op);
+        impl Serialize for Borrowed<'_> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                serialize_with_seq(s, self.0, "op", self.1)
+            }
+        }
+        serde_json::to_string(&Borrowed(seq, op)).expect("a request always serializes")
+    }
+
     /// Reads one request line strictly.
     pub fn from_line(line: &str) -> Result<Request, serde_json::Error> {
         serde_json::from_str(line)
@@ -563,6 +575,12 @@ pub struct Capabilities {
     /// binds truncated toward the past.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_resolution: Option<crate::resolution::Resolution>,
+    /// Whether reapcheck may send the `read` that follows a `clock` or a
+    /// step right behind it, before that request's reply (default false:
+    /// every request waits for the reply before it;
+    /// docs/adapter-protocol.md, "Pipelined reads").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pipelined: bool,
 }
 
 fn features<S: Serializer>(features: &[Feature], s: S) -> Result<S::Ok, S::Error> {

@@ -63,14 +63,30 @@ pub struct Reference<'a> {
 /// Serves requests from `input` until it ends, writing replies to `output`.
 ///
 /// Errors: only reading or writing failed (the other side went away).
-pub async fn serve<R, W>(reference: &Reference<'_>, input: R, mut output: W) -> std::io::Result<()>
+///
+/// Replies are written when the next request is not already waiting: to
+/// a client that sends a `read` right behind a step (`pipelined`), both
+/// replies go in one write; to one that waits for each reply, each reply
+/// goes at once.
+pub async fn serve<R, W>(reference: &Reference<'_>, input: R, output: W) -> std::io::Result<()>
+where
+    R: AsyncBufRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    let mut output = tokio::io::BufWriter::new(output);
+    let served = serve_lines(reference, input, &mut output).await;
+    output.flush().await?;
+    served
+}
+
+async fn serve_lines<R, W>(reference: &Reference<'_>, input: R, mut output: W) -> std::io::Result<()>
 where
     R: AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin,
 {
     let mut lines = Lines { input };
     let mut servers = Servers::default();
-    while let Some(line) = lines.next().await? {
+    while let Some(line) = lines.next(&mut output).await? {
         let request = match read_request(&line) {
             Ok(r) => r,
             Err(reply) => {
@@ -164,7 +180,13 @@ struct Lines<R> {
 
 impl<R: AsyncBufRead + Unpin> Lines<R> {
     /// The next line without its newline, `None` at the end of input.
-    async fn next(&mut self) -> std::io::Result<Option<Vec<u8>>> {
+    /// The replies written so far are flushed to `output` first, unless a
+    /// whole request line is already here (then they go with its reply).
+    async fn next<W: AsyncWrite + Unpin>(&mut self, output: &mut W) -> std::io::Result<Option<Vec<u8>>> {
+        let waiting = matches!(self.input.fill_buf().now_or_never(), Some(Ok(buf)) if buf.contains(&b'\n'));
+        if !waiting {
+            output.flush().await?;
+        }
         let mut line = Vec::new();
         if self.input.read_until(b'\n', &mut line).await? == 0 {
             return Ok(None);
@@ -195,11 +217,11 @@ async fn write<W: AsyncWrite + Unpin>(output: &mut W, reply: &Reply) -> std::io:
     write_line(output, reply.to_line()).await
 }
 
-/// Writes one reply line and its newline, in one write.
+/// Writes one reply line and its newline (into the buffer that
+/// [`Lines::next`] flushes).
 async fn write_line<W: AsyncWrite + Unpin>(output: &mut W, mut line: String) -> std::io::Result<()> {
     line.push('\n');
-    output.write_all(line.as_bytes()).await?;
-    output.flush().await
+    output.write_all(line.as_bytes()).await
 }
 
 /// The handshake's reply: version 1, the profile's features and policy.
@@ -227,6 +249,7 @@ fn handshake(reference: &Reference<'_>, seq: u64, h: &protocol::Handshake) -> Re
             split_reap: true,
             clocks: vec![Clock::App],
             time_resolution: (profile.time_resolution != Resolution::Micro).then_some(profile.time_resolution),
+            pipelined: true,
         },
         policy,
         state,
@@ -513,7 +536,7 @@ where
         }
     }
     let mut clean = true;
-    while let Some(line) = lines.next().await? {
+    while let Some(line) = lines.next(output).await? {
         let request = match read_request(&line) {
             Ok(r) => r,
             Err(reply) => {
@@ -764,6 +787,90 @@ mod tests {
         let job = &replies[5]["result"]["jobs"][0];
         assert_eq!((job["status"].as_str(), job["last_error"].as_str()), (Some("pending"), Some("timeout")));
         assert_eq!(job["updated_at"], "2026-01-15T12:10:00.000000Z");
+    }
+
+    #[tokio::test]
+    async fn the_next_scenario_finds_none_of_the_last_ones_rows() {
+        let second = SETUP.replace(r#""seq":2"#, r#""seq":5"#).replace(r#""id":"a""#, r#""id":"b""#);
+        let script = [
+            SETUP,
+            r#"{"seq":3,"op":"claim","job":"a","token":"a/1"}"#,
+            r#"{"seq":4,"op":"teardown"}"#,
+            &second,
+            r#"{"seq":6,"op":"read"}"#,
+            r#"{"seq":7,"op":"teardown"}"#,
+            // After an error reply the database is given up, not kept.
+            &SETUP.replace(r#""seq":2"#, r#""seq":8"#),
+            r#"{"seq":9,"op":"claim","job":"zz","token":"zz/1"}"#,
+            r#"{"seq":10,"op":"teardown"}"#,
+            &second.replace(r#""seq":5"#, r#""seq":11"#),
+            r#"{"seq":12,"op":"read"}"#,
+        ]
+        .join("\n");
+        let replies = served(&script).await;
+        let kinds: Vec<&str> = replies.iter().map(|r| r["reply"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["ok", "ok", "ok", "ok", "ok", "ok", "ok", "error", "ok", "ok", "ok"], "{replies:?}");
+        for read in [&replies[4], &replies[10]] {
+            let jobs: Vec<&str> =
+                read["result"]["jobs"].as_array().unwrap().iter().map(|j| j["id"].as_str().unwrap()).collect();
+            assert_eq!(jobs, ["b"], "{read}");
+            assert_eq!(read["result"]["jobs"][0]["status"], "pending", "{read}");
+        }
+    }
+
+    /// A writer that counts the writes that reach it.
+    #[derive(Default)]
+    struct Counted {
+        bytes: Vec<u8>,
+        writes: usize,
+    }
+
+    impl AsyncWrite for Counted {
+        fn poll_write(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &[u8],
+        ) -> std::task::Poll<std::io::Result<usize>> {
+            self.writes += 1;
+            self.bytes.extend_from_slice(buf);
+            std::task::Poll::Ready(Ok(buf.len()))
+        }
+
+        fn poll_flush(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn requests_already_here_are_answered_in_one_write_and_the_handshake_declares_pipelined() {
+        let dialect = Dialect::load(&Source::Embedded, "sqlite").expect("the shipped dialect loads");
+        let reference = Reference { target: Target::Sqlite, dialect: &dialect };
+        let script = [
+            r#"{"seq":1,"op":"handshake","protocol_versions":[1],"reapcheck":"0.1.0"}"#,
+            SETUP,
+            r#"{"seq":3,"op":"clock","now":"2026-01-15T12:10:00.000000Z"}"#,
+            r#"{"seq":4,"op":"read"}"#,
+            r#"{"seq":5,"op":"teardown"}"#,
+            "",
+        ]
+        .join("\n");
+        let mut out = Counted::default();
+        serve(&reference, script.as_bytes(), &mut out).await.expect("in-memory I/O");
+        let text = String::from_utf8(out.bytes).unwrap();
+        let replies: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(replies.len(), 5, "{text}");
+        assert_eq!(replies[0]["result"]["capabilities"]["pipelined"], true, "{text}");
+        assert_eq!(out.writes, 1, "every request was there before the first reply: {text}");
     }
 
     #[tokio::test]

@@ -370,14 +370,15 @@ impl AdapterTarget {
         let adapter = session.handshake.adapter.name.clone();
         let database =
             self.url.as_ref().map(|url| Database { target: self.config.database.name().to_owned(), url: url.clone() });
-        let mut play = Play::new(&scenario.scenario, &mut session.client, &profile);
+        let pipelined = session.handshake.capabilities.pipelined;
+        let mut play = Play::new(&scenario.scenario, &mut session.client, &profile, pipelined);
         let played = play.run(&scenario.name, &namespace, database, &time_zone).await;
         let marks = std::mem::take(&mut play.marks);
         let steps = play.steps.clone();
         let checkpoints = std::mem::take(&mut play.checkpoints);
         let broken = crate::invariants::check(&scenario.scenario, &profile.policy, &checkpoints);
         let alive = !matches!(played, Err(Stop::Broken(_) | Stop::Interrupted(_)));
-        if alive && !matches!(played, Ok(_)) {
+        if alive && played.is_err() {
             // The scenario stopped early: the adapter still closes what it made.
             let _ = session.client.request(Op::Teardown(Empty {})).await;
         }
@@ -600,10 +601,13 @@ struct Play<'a> {
     /// The state read after setup and after each step, for the invariants.
     checkpoints: driver::Checkpoints,
     sent: usize,
+    /// The handshake declared `pipelined`: the `read` after a `clock` or a
+    /// step is sent right behind it.
+    pipelined: bool,
 }
 
 impl<'a> Play<'a> {
-    fn new(scenario: &'a Scenario, client: &'a mut Client, profile: &'a Profile) -> Play<'a> {
+    fn new(scenario: &'a Scenario, client: &'a mut Client, profile: &'a Profile, pipelined: bool) -> Play<'a> {
         Play {
             scenario,
             client,
@@ -615,6 +619,7 @@ impl<'a> Play<'a> {
             marks: Vec::new(),
             checkpoints: driver::Checkpoints::new(),
             sent: 0,
+            pipelined,
         }
     }
 
@@ -665,6 +670,21 @@ impl<'a> Play<'a> {
         self.sent += 1;
         tokio::select! {
             answer = self.client.request(op) => answer.map_err(Stop::Broken),
+            signal = crate::interrupt::wait() => Err(Stop::Interrupted(signal)),
+        }
+    }
+
+    /// A request that a `read` always follows (a `clock`, a step's): to a
+    /// `pipelined` adapter the `read` goes right behind it, one round trip
+    /// for both ([`Client::request_then_read`]); its reply is the next
+    /// [`Play::read`]'s. Otherwise as [`Play::request`].
+    async fn ask(&mut self, op: Op) -> Result<Answer, Stop> {
+        if !self.pipelined {
+            return self.request(op).await;
+        }
+        self.sent += 1;
+        tokio::select! {
+            answer = self.client.request_then_read(op) => answer.map_err(Stop::Broken),
             signal = crate::interrupt::wait() => Err(Stop::Interrupted(signal)),
         }
     }
@@ -743,7 +763,7 @@ impl<'a> Play<'a> {
     /// `clock` at the current instant; the reply must read it back.
     async fn clock(&mut self) -> Result<(), Stop> {
         let now = self.now;
-        let reply = match self.request(Op::Clock(ClockArgs { now })).await? {
+        let reply = match self.ask(Op::Clock(ClockArgs { now })).await? {
             Answer::Ok(OpResult::Clock(c)) => c,
             Answer::Ok(other) => unreachable!("a clock decodes as a clock, not {other:?}"),
             Answer::Error(e) => return Err(error_stop("clock", e)),
@@ -773,7 +793,10 @@ impl<'a> Play<'a> {
                 return Ok(None);
             }
             Step::Set(s) => {
-                self.expect_empty(Op::Set(protocol::SetArgs { heartbeat_grace: s.heartbeat_grace })).await?;
+                let op = Op::Set(protocol::SetArgs { heartbeat_grace: s.heartbeat_grace });
+                if let Answer::Error(e) = self.ask(op).await? {
+                    return Err(error_stop("set", e));
+                }
                 return Ok(None);
             }
             Step::Reap(a) => {
@@ -783,7 +806,7 @@ impl<'a> Play<'a> {
             Step::Scan(a) => {
                 let reaper = a.reaper.clone().unwrap_or_else(|| DEFAULT_REAPER.to_owned());
                 let op = Op::Scan(protocol::ScanArgs { reaper, timeout: a.timeout, queues: queues(a.queues.as_ref()) });
-                match self.request(op).await? {
+                match self.ask(op).await? {
                     Answer::Ok(OpResult::Scan(s)) => StepResult::Scan(s.candidates),
                     Answer::Ok(other) => unreachable!("a scan decodes as a scan, not {other:?}"),
                     Answer::Error(e) if e.kind == ErrorKind::Refused => StepResult::Scan(Vec::new()),
@@ -799,7 +822,7 @@ impl<'a> Play<'a> {
             }
             Step::Heartbeat(r) => {
                 let Some(args) = self.attempt(r) else { return Ok(Some(StepResult::Heartbeat(WorkerResult::Fenced))) };
-                match self.request(Op::Heartbeat(args)).await? {
+                match self.ask(Op::Heartbeat(args)).await? {
                     Answer::Ok(OpResult::Heartbeat(h)) => StepResult::Heartbeat(h.result),
                     Answer::Ok(other) => unreachable!("a heartbeat decodes as a heartbeat, not {other:?}"),
                     Answer::Error(e) if e.kind == ErrorKind::Refused => StepResult::Heartbeat(WorkerResult::Fenced),
@@ -820,7 +843,7 @@ impl<'a> Play<'a> {
     /// A `reap` or `apply`: the rows changed (0 when refused).
     async fn changed(&mut self, op: Op) -> Result<u64, Stop> {
         let name = op.name();
-        match self.request(op).await? {
+        match self.ask(op).await? {
             Answer::Ok(OpResult::Reap(c) | OpResult::Apply(c)) => Ok(c.changed),
             Answer::Ok(other) => unreachable!("a {name} decodes as a count, not {other:?}"),
             Answer::Error(e) if e.kind == ErrorKind::Refused => Ok(0),
@@ -833,7 +856,7 @@ impl<'a> Play<'a> {
         let number = self.claims.get(id).copied().unwrap_or(0) + 1;
         let token = label.unwrap_or_else(|| format!("{id}/{number}"));
         let args = AttemptArgs { job: id.to_owned(), token: token.clone() };
-        let result = match self.request(Op::Claim(args)).await? {
+        let result = match self.ask(Op::Claim(args)).await? {
             Answer::Ok(OpResult::Claim(c)) => c.result,
             Answer::Ok(other) => unreachable!("a claim decodes as a claim, not {other:?}"),
             Answer::Error(e) if e.kind == ErrorKind::Refused => ClaimResult::NotClaimable,
@@ -860,7 +883,7 @@ impl<'a> Play<'a> {
         let Some(args) = self.attempt(r) else { return Ok((WorkerResult::Fenced, false)) };
         let op = op(args);
         let name = op.name();
-        match self.request(op).await? {
+        match self.ask(op).await? {
             Answer::Ok(OpResult::Complete(f) | OpResult::Fail(f)) => Ok((f.result, f.lease_lost)),
             Answer::Ok(other) => unreachable!("a {name} decodes as a finish, not {other:?}"),
             Answer::Error(e) if e.kind == ErrorKind::Refused => Ok((WorkerResult::Fenced, false)),
@@ -992,6 +1015,18 @@ mod tests {
         assert_eq!(first_parting(&a, &b, &differs, &same), Some(1), "the state after step 1 parts first");
         differs[0] = "x".into();
         assert_eq!(first_parting(&a, &a, &differs, &same), Some(0), "setup wrote other rows");
+    }
+
+    #[test]
+    fn states_part_at_the_first_checkpoint_that_differs_under_the_profile() {
+        let profile = Profile::default();
+        let state = |steps: usize| Outcome { steps: vec![None; steps], ..Outcome::default() };
+        let model = vec![state(0), state(1), state(2)];
+        assert_eq!(states_parting(&model, &model.clone(), &profile), None);
+        assert_eq!(states_parting(&model, &model[..2].to_vec(), &profile), None, "only the states both have");
+        let mut ours = model.clone();
+        ours[1].steps = vec![Some(StepResult::Reap(1))];
+        assert_eq!(states_parting(&model, &ours, &profile), Some(1));
     }
 
     #[test]
