@@ -90,3 +90,47 @@ fn compare_prints_its_ratio_lines_in_the_documented_format() {
     .unwrap();
     assert!(times.is_match(&text), "{text}");
 }
+
+/// SIGINT after the capture: no new round starts, the command says so and
+/// exits 130 (it ran every round to its end before, and exited 0).
+#[cfg(unix)]
+#[test]
+fn a_signal_stops_compare_between_rounds_with_exit_130() {
+    use std::io::BufRead as _;
+    let dir = Scratch::new("compare", "signal");
+    let out = dir.path("out");
+    let args = ["bench", "--compare", "--rounds", "10000", "--db", "sqlite", "--only", "grace/floor", "--scripts"];
+    let mut child = common::clean_command(&dir.0, &[&args[..], &[out.to_str().unwrap()]].concat())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("reapcheck starts");
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    // The line after the capture: the rounds are starting.
+    let mut seen = String::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        seen.push_str(&line);
+        seen.push('\n');
+        if line.contains(" rounds of sqlite3") {
+            break;
+        }
+    }
+    assert!(seen.contains(" rounds of sqlite3"), "{seen}");
+    // SAFETY: kill(2) on the child's pid, which has not been waited for.
+    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) }, 0);
+    // 10,000 rounds take minutes: ending within the guard is stopping.
+    let guard = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(std::time::Instant::now() < guard, "bench --compare did not stop on SIGINT:\n{seen}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let text = format!("{seen}{}", rest.join("\n"));
+    assert_eq!(status.code(), Some(130), "{text}");
+    assert!(text.contains("sqlite: interrupted by SIGINT"), "{text}");
+    assert!(!text.contains("run --jobs 1 / sqlite3:"), "no figure from the rounds cut short: {text}");
+}

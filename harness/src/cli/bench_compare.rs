@@ -4,6 +4,7 @@
 use std::process::ExitCode;
 
 use reapcheck::compare::{self, Settings};
+use reapcheck::interrupt;
 
 use super::{EXIT_FAILED, EXIT_INVALID, Inputs};
 
@@ -63,18 +64,40 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
     }
     run_args.extend(args.only.iter().flat_map(|o| o.split(',')).filter(|f| !f.is_empty()).map(str::to_owned));
     let settings = Settings { exe, rounds: usize::from(args.rounds), run_args, scripts };
-    let targets: Vec<&str> = db.split(',').map(str::trim).filter(|t| !t.is_empty()).collect();
+    let mut targets: Vec<&str> = Vec::new();
+    for t in db.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        if !targets.contains(&t) {
+            targets.push(t);
+        }
+    }
     if targets.is_empty() || targets.contains(&"all") {
         eprintln!("error: --compare: name the targets (--db sqlite,postgres,mariadb)");
         return ExitCode::from(EXIT_INVALID);
     }
+    // Refused before anything runs: a target no client here replays.
+    if !args.adapter
+        && let Some(t) = targets.iter().find(|t| compare::Client::for_target(t).is_none())
+    {
+        eprintln!(
+            "error: --compare --db {t}: bench --compare replays through sqlite3, psql and mariadb only (--db sqlite,postgres,mariadb)"
+        );
+        return ExitCode::from(EXIT_INVALID);
+    }
+    interrupt::install();
     let mut ok = true;
     for target in targets {
+        if let Some(signal) = interrupt::interrupted() {
+            println!("bench --compare: interrupted by {signal}: no target started after it");
+            break;
+        }
         ok &= if args.adapter {
             compare::adapter::compare_adapter(&settings, target)
         } else {
             compare::compare_target(&settings, target)
         };
+    }
+    if interrupt::interrupted().is_some() {
+        return ExitCode::from(interrupt::exit_code());
     }
     if ok { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
 }

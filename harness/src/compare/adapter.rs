@@ -49,6 +49,10 @@ pub fn compare_adapter(settings: &Settings, sql: &str) -> bool {
     let mut per_scenario: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let (mut sql_totals, mut adapter_totals) = (Vec::new(), Vec::new());
     for round in 1..=settings.rounds {
+        if let Some(signal) = crate::interrupt::interrupted() {
+            println!("{adapter}: interrupted by {signal} before round {round}: no figure");
+            return false;
+        }
         let report = project.join("report");
         let mut cmd = std::process::Command::new(&settings.exe);
         cmd.current_dir(&project)
@@ -56,11 +60,14 @@ pub fn compare_adapter(settings: &Settings, sql: &str) -> bool {
             .arg(&report)
             .args(&settings.run_args)
             .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .env_remove(super::capture::CAPTURE_ENV);
         if let Err(e) = timed(cmd, &format!("{adapter}: run (round {round})")) {
-            println!("{adapter}: FAILED: {e}");
+            match crate::interrupt::interrupted() {
+                Some(signal) => println!("{adapter}: interrupted by {signal} in round {round}: no figure"),
+                None => println!("{adapter}: FAILED: {e}"),
+            }
             return false;
         }
         let file = report.join(outcomes::FILE_NAME);

@@ -231,6 +231,9 @@ pub fn client_errors(stderr: &str) -> usize {
 /// statements that failed in reapcheck's run too) succeeded whatever its
 /// exit status.
 pub fn timed_allowing(mut cmd: Command, what: &str, errors: Option<usize>) -> Result<Duration, String> {
+    if let Some(signal) = crate::interrupt::interrupted() {
+        return Err(format!("{what}: not started: interrupted by {signal}"));
+    }
     let start = Instant::now();
     let out = cmd.output().map_err(|e| format!("{what}: cannot start: {e}"))?;
     let took = start.elapsed();
@@ -246,7 +249,10 @@ pub fn timed_allowing(mut cmd: Command, what: &str, errors: Option<usize>) -> Re
             crate::redact::text(&stderr.lines().take(5).collect::<Vec<_>>().join(" | "))
         ));
     }
-    let tail: Vec<&str> = stderr.lines().rev().take(5).collect();
+    // A child `run` says why on stdout (its FAIL lines); a client on stderr.
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let said = if stderr.trim().is_empty() { &stdout } else { &stderr };
+    let tail: Vec<&str> = said.lines().filter(|l| !l.trim().is_empty()).rev().take(5).collect();
     let tail: Vec<&str> = tail.into_iter().rev().collect();
     Err(format!("{what}: {}: {}", out.status, crate::redact::text(&tail.join(" | "))))
 }
@@ -256,7 +262,8 @@ pub fn timed_allowing(mut cmd: Command, what: &str, errors: Option<usize>) -> Re
 pub fn run_command(settings: &Settings, target: &str, extra: &[&str]) -> Command {
     let mut cmd = Command::new(&settings.exe);
     cmd.args(["run", "--db", target, "--quiet"]).args(extra).args(&settings.run_args);
-    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+    // Its stdout is read only when it fails: the run's FAIL lines say why.
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     cmd.env_remove(capture::CAPTURE_ENV);
     cmd
 }
@@ -300,7 +307,10 @@ pub fn compare_target(settings: &Settings, target: &str) -> bool {
     let mut cmd = run_command(settings, target, &["--jobs", "1"]);
     cmd.env(capture::CAPTURE_ENV, &capture_file);
     if let Err(e) = timed(cmd, &format!("{target}: the capturing run")) {
-        println!("{target}: not compared: {e}");
+        match crate::interrupt::interrupted() {
+            Some(signal) => println!("{target}: interrupted by {signal} while capturing: no figure"),
+            None => println!("{target}: not compared: {e}"),
+        }
         return false;
     }
     let events = match read_capture(&capture_file) {
@@ -333,6 +343,10 @@ pub fn compare_target(settings: &Settings, target: &str) -> bool {
     let load_before = load_average();
     let (mut times, mut ratios) = ([Vec::new(), Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
     for round in 1..=settings.rounds {
+        if let Some(signal) = crate::interrupt::interrupted() {
+            println!("{target}: interrupted by {signal} before round {round}: no figure");
+            return false;
+        }
         let client_cmd = match client_command(client, target, &script_file, strict) {
             Ok(c) => c,
             Err(e) => {
@@ -354,7 +368,11 @@ pub fn compare_target(settings: &Settings, target: &str) -> bool {
             match m {
                 Ok(d) => round_times[i] = d,
                 Err(e) => {
-                    println!("{target}: FAILED: {e}");
+                    // A terminal's Ctrl-C reaches the children too.
+                    match crate::interrupt::interrupted() {
+                        Some(signal) => println!("{target}: interrupted by {signal} in round {round}: no figure"),
+                        None => println!("{target}: FAILED: {e}"),
+                    }
                     return false;
                 }
             }
