@@ -400,7 +400,7 @@ async fn sigint_kills_a_blocking_query_on_mariadb_and_leaves_no_session_running_
 /// a namespace on the server (the marker that it is running scenarios):
 /// exit 130, its summary marked interrupted, no namespace and no session
 /// of it left.
-async fn signal_mid(pg: &PrivatePostgres, command: &[&str], extra: &[&str], signal: libc::c_int, said: &str) {
+async fn signal_mid(pg: &PrivatePostgres, command: &[&str], extra: &[&str], signal: libc::c_int, said: &str) -> String {
     let run = Run::start_command(command, "postgres", &pg.url(), extra);
     let deadline = Instant::now() + Duration::from_secs(120);
     while pg.namespaces().await.is_empty() {
@@ -420,17 +420,35 @@ async fn signal_mid(pg: &PrivatePostgres, command: &[&str], extra: &[&str], sign
         left = pg.namespaces().await;
     }
     assert_eq!(left, Vec::<String>::new(), "{command:?}: schemas left behind:\n{out}");
+    out
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn sigint_or_sigterm_mid_mutate_fuzz_or_race_stops_it_with_its_summary_and_leaves_nothing() {
     let Some(_url) = reapcheck::reach::test_url(reapcheck::target::Target::Postgres) else { return };
     let pg = PrivatePostgres::start(55441);
-    signal_mid(&pg, &["mutate"], &["--scenarios", "scenarios/grace"], libc::SIGINT, "mutate: interrupted by SIGINT")
-        .await;
-    signal_mid(&pg, &["fuzz"], &["--cases", "100000", "--seed", "1"], libc::SIGTERM, "fuzz: interrupted by SIGTERM")
-        .await;
+    let out = signal_mid(
+        &pg,
+        &["mutate"],
+        &["--scenarios", "scenarios/grace"],
+        libc::SIGINT,
+        "mutate: interrupted by SIGINT",
+    )
+    .await;
+    // A run cut short has no score, not one over the mutants that finished.
+    let score = regex::Regex::new(r"mutation score \d+%").unwrap();
+    assert!(!score.is_match(&out), "{out}");
+    let _ = signal_mid(
+        &pg,
+        &["fuzz"],
+        &["--cases", "100000", "--seed", "1"],
+        libc::SIGTERM,
+        "fuzz: interrupted by SIGTERM",
+    )
+    .await;
     // Without the signal the race would run its 600 s.
-    signal_mid(&pg, &["race"], &["--seconds", "600", "--seed", "1"], libc::SIGINT, "race: interrupted by SIGINT").await;
-    signal_mid(&pg, &["bench"], &["--iterations", "1000"], libc::SIGINT, "bench: interrupted by SIGINT").await;
+    let _ =
+        signal_mid(&pg, &["race"], &["--seconds", "600", "--seed", "1"], libc::SIGINT, "race: interrupted by SIGINT")
+            .await;
+    let _ = signal_mid(&pg, &["bench"], &["--iterations", "1000"], libc::SIGINT, "bench: interrupted by SIGINT").await;
 }

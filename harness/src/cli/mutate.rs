@@ -686,7 +686,17 @@ fn tally(
     for op in Operator::ALL {
         let _ = writeln!(out, "{}", table.get(&op).copied().unwrap_or_default().line(op.name(), shown));
     }
-    let counted = total.generated - total.equivalent - total.not_applicable - interrupted;
+    if interrupted > 0 {
+        // A score over the mutants that happened to finish would read as
+        // the target's: there is none.
+        let summary = format!(
+            "no mutation score: a signal stopped the run with {interrupted} mutants not judged ({} killed among \
+             those judged)",
+            total.killed
+        );
+        return (false, summary);
+    }
+    let counted = total.generated - total.equivalent - total.not_applicable;
     let score = (total.killed * 100).checked_div(counted).unwrap_or(100);
     let unparsed = match g.unparsed.len() {
         0 => String::new(),
@@ -699,10 +709,6 @@ fn tally(
     let not_applicable = match total.not_applicable {
         0 => String::new(),
         n => format!(", {n} not applicable on {server}"),
-    };
-    let not_applicable = match interrupted {
-        0 => not_applicable,
-        n => format!("{not_applicable}, {n} not judged: interrupted"),
     };
     let summary = format!(
         "mutation score {score}% ({}/{counted} killed, the {} named counted; {} generated, {} declared \
