@@ -1,8 +1,10 @@
 #!/bin/sh
 # Wall time of `reapcheck mutate` for two builds, back to back, in pairs:
-# each pair runs the old build, then the new one, each in its own checkout
-# (its own scenarios and dialects), and prints both times and their ratio
-# with the load average; the last line is the median of the pairs' ratios.
+# each pair runs both builds, each in its own checkout (its own scenarios
+# and dialects), the old one first in odd pairs and the new one first in
+# even pairs, and prints both times and their ratio with the load average;
+# the last line is the median of the pairs' ratios (of an even count, the
+# mean of the middle two).
 #
 #   ci/mutate-pair.sh OLD_BINARY OLD_CHECKOUT NEW_BINARY NEW_CHECKOUT [PAIRS] [TARGETS]
 #
@@ -28,12 +30,18 @@ one() {
 }
 i=1
 while [ "$i" -le "$pairs" ]; do
-    old=$(one "$old_bin" "$old_dir" "old-$i")
-    new=$(one "$new_bin" "$new_dir" "new-$i")
+    if [ $((i % 2)) -eq 1 ]; then
+        old=$(one "$old_bin" "$old_dir" "old-$i")
+        new=$(one "$new_bin" "$new_dir" "new-$i")
+    else
+        new=$(one "$new_bin" "$new_dir" "new-$i")
+        old=$(one "$old_bin" "$old_dir" "old-$i")
+    fi
     ratio=$(echo "scale=3; $new / $old" | bc)
     ratios="$ratios $ratio"
     echo "pair $i: old ${old}s new ${new}s new/old ${ratio} (load average $(cut -d' ' -f1-3 /proc/loadavg))"
     i=$((i + 1))
 done
-median=$(echo "$ratios" | tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
+median=$(echo "$ratios" | tr ' ' '\n' | grep . | sort -n |
+    awk '{a[NR]=$1} END {if (NR % 2) print a[(NR+1)/2]; else printf "%.3f\n", (a[NR/2]+a[NR/2+1])/2}')
 echo "mutate --db $targets: new/old median ${median} over $pairs pairs"
