@@ -134,3 +134,47 @@ fn a_signal_stops_compare_between_rounds_with_exit_130() {
     assert!(text.contains("sqlite: interrupted by SIGINT"), "{text}");
     assert!(!text.contains("run --jobs 1 / sqlite3:"), "no figure from the rounds cut short: {text}");
 }
+
+#[test]
+fn compare_takes_a_folder_that_is_not_the_whole_corpus_and_refuses_what_it_cannot_do_first() {
+    let dir = Scratch::new("compare", "inputs");
+    let grace = common::root().join("scenarios/grace");
+    let out = dir.path("out");
+    // Coverage is not what is compared: a part of the corpus gives figures.
+    let o = clean_run(
+        &dir.0,
+        &[
+            "bench",
+            "--compare",
+            "--rounds",
+            "1",
+            "--db",
+            "sqlite",
+            "--scenarios",
+            grace.to_str().unwrap(),
+            "--scripts",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("sqlite: run --jobs 1 / sqlite3: "), "{}", stdout(&o));
+    // A --scripts that cannot be a folder: exit 2, naming the flag.
+    let o = clean_run(&dir.0, &["bench", "--compare", "--db", "sqlite", "--scripts", "/dev/null"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--scripts /dev/null: cannot make the folder"), "{}", stderr(&o));
+    // A target no client replays: exit 2 before anything runs.
+    let o = clean_run(&dir.0, &["bench", "--compare", "--db", "sqlite,cockroach"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stdout(&o).is_empty() && stderr(&o).contains("--db cockroach"), "{}{}", stdout(&o), stderr(&o));
+    // No client on PATH: said before the capture, with what to install.
+    let empty = dir.path("no-clients");
+    std::fs::create_dir_all(&empty).unwrap();
+    let o =
+        common::clean_command(&dir.0, &["bench", "--compare", "--db", "sqlite", "--scripts", out.to_str().unwrap()])
+            .env("PATH", &empty)
+            .output()
+            .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains("sqlite: not compared: cannot start `sqlite3`"), "{}", stdout(&o));
+    assert!(!stdout(&o).contains(" statements "), "no capture ran: {}", stdout(&o));
+}

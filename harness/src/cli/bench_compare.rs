@@ -50,7 +50,10 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
         .clone()
         .unwrap_or_else(|| std::env::temp_dir().join(format!("reapcheck-compare-{}", std::process::id())));
     if let Err(e) = std::fs::create_dir_all(&scripts) {
-        eprintln!("error: {}: {e}", scripts.display());
+        eprintln!(
+            "error: --scripts {}: cannot make the folder ({e}): give a folder that can be written",
+            scripts.display()
+        );
         return ExitCode::from(EXIT_INVALID);
     }
     let scripts = scripts.canonicalize().unwrap_or(scripts);

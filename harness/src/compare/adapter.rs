@@ -56,7 +56,17 @@ pub fn compare_adapter(settings: &Settings, sql: &str) -> bool {
         let report = project.join("report");
         let mut cmd = std::process::Command::new(&settings.exe);
         cmd.current_dir(&project)
-            .args(["run", "--db", &format!("{sql},{adapter}"), "--jobs", "1", "--quiet", "--report"])
+            .args([
+                "run",
+                "--db",
+                &format!("{sql},{adapter}"),
+                "--jobs",
+                "1",
+                "--quiet",
+                "--coverage-min",
+                "0",
+                "--report",
+            ])
             .arg(&report)
             .args(&settings.run_args)
             .stdin(std::process::Stdio::null())

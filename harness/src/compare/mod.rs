@@ -58,6 +58,15 @@ impl Client {
         }
     }
 
+    /// The Debian package that installs it.
+    pub fn package(self) -> &'static str {
+        match self {
+            Client::Sqlite3 => "sqlite3",
+            Client::Psql => "postgresql-client",
+            Client::Mariadb => "mariadb-client",
+        }
+    }
+
     /// The client's name as printed.
     pub fn name(self) -> &'static str {
         match self {
@@ -261,7 +270,9 @@ pub fn timed_allowing(mut cmd: Command, what: &str, errors: Option<usize>) -> Re
 /// 1`), its output discarded.
 pub fn run_command(settings: &Settings, target: &str, extra: &[&str]) -> Command {
     let mut cmd = Command::new(&settings.exe);
-    cmd.args(["run", "--db", target, "--quiet"]).args(extra).args(&settings.run_args);
+    // Coverage is not what is measured: a folder that is not the whole
+    // corpus would fail its coverage check and give no figure.
+    cmd.args(["run", "--db", target, "--quiet", "--coverage-min", "0"]).args(extra).args(&settings.run_args);
     // Its stdout is read only when it fails: the run's FAIL lines say why.
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     cmd.env_remove(capture::CAPTURE_ENV);
@@ -301,6 +312,16 @@ pub fn compare_target(settings: &Settings, target: &str) -> bool {
         println!("{target}: not compared: bench --compare replays through sqlite3, psql and mariadb only");
         return false;
     };
+    // The client is looked for before the capture, not after it.
+    if let Err(e) = Command::new(client.name()).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status() {
+        println!(
+            "{target}: not compared: cannot start `{}` ({e}): install the database's own client (Debian: apt-get \
+             install {}) or put it on PATH",
+            client.name(),
+            client.package()
+        );
+        return false;
+    }
     let capture_file = settings.scripts.join(format!("{target}.jsonl"));
     let script_file = settings.scripts.join(format!("{target}.sql"));
     let _ = std::fs::remove_file(&capture_file);
