@@ -219,7 +219,13 @@ fn unshare_works() -> bool {
 /// PID namespace is new), after `burn` throwaway processes so that its pid
 /// there is `burn + 2`, a pid no process has in another new PID namespace.
 fn in_pid_namespace(burn: usize, args: &[&str], env: &[(&str, &str)]) -> Command {
-    let script = format!("i=0; while [ $i -lt {burn} ]; do /bin/true; i=$((i+1)); done; \"$0\" \"$@\"");
+    in_pid_namespace_running(burn, "\"$0\" \"$@\"", args, env)
+}
+
+/// [`in_pid_namespace`] with the binary run as `run` says (a shell
+/// command over `"$0" "$@"`).
+fn in_pid_namespace_running(burn: usize, run: &str, args: &[&str], env: &[(&str, &str)]) -> Command {
+    let script = format!("i=0; while [ $i -lt {burn} ]; do /bin/true; i=$((i+1)); done; {run}");
     let mut cmd = Command::new("unshare");
     cmd.args(["--pid", "--fork", "sh", "-c", &script, env!("CARGO_BIN_EXE_reapcheck")]).args(args);
     cmd.current_dir(root()).env_remove("CI");
@@ -247,27 +253,37 @@ fn two_runs_in_separate_pid_namespaces_never_sweep_each_other() {
         return;
     }
     let env = [(variable, url.as_str())];
-    let long = in_pid_namespace(300, &["run", "--db", target, "--jobs", "2", "--coverage-min", "0"], &env)
+    // The long side plays the corpus again and again until told to stop, so
+    // the sweeps run beside a live run however fast the corpus is (a single
+    // run once ended before two sweeps, on a fast machine).
+    let stop = std::env::temp_dir().join(format!("reapcheck-pidns-stop-{}", std::process::id()));
+    let _ = std::fs::remove_file(&stop);
+    let until_stopped = "while [ ! -e \"$REAPCHECK_TEST_STOP\" ]; do \"$0\" \"$@\" || exit $?; done";
+    let long_args = ["run", "--db", target, "--jobs", "2", "--coverage-min", "0"];
+    let long = in_pid_namespace_running(300, until_stopped, &long_args, &env)
+        .env("REAPCHECK_TEST_STOP", &stop)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("the long run starts");
     let started = Instant::now();
-    // Give it time to make its namespaces, then sweep beside it until it ends.
+    // Give it time to make its namespaces, then sweep beside it.
     std::thread::sleep(Duration::from_secs(2));
     let mut rounds = 0;
     let waiter = std::thread::spawn(move || long.wait_with_output().expect("the long run ends"));
-    while !waiter.is_finished() && started.elapsed() < Duration::from_secs(600) {
+    while rounds < 4 && !waiter.is_finished() && started.elapsed() < Duration::from_secs(600) {
         let sweep = ["run", "--db", target, "--coverage-min", "0", "--exact", "grace/never-beat"];
         let sweeper = in_pid_namespace(0, &sweep, &env).output().expect("a sweeping run");
         assert_eq!(sweeper.status.code(), Some(0), "{}{}", stdout(&sweeper), stderr(&sweeper));
         rounds += 1;
     }
+    std::fs::write(&stop, "").expect("the stop file");
     let o = waiter.join().expect("the waiter");
+    let _ = std::fs::remove_file(&stop);
     let out = stdout(&o);
     let failures = out.lines().filter(|l| l.starts_with("FAIL")).count();
     eprintln!("{rounds} sweeping runs beside the long run; {failures} failures in the long run");
-    assert!(rounds >= 2, "the long run ended before two sweeps ran beside it: {out}");
+    assert!(rounds >= 2, "the long runs ended (failed) before two sweeps ran beside them: {out}");
     assert_eq!(failures, 0, "a sweep in another PID namespace removed the long run's namespaces:\n{out}");
     assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
 }
