@@ -124,14 +124,7 @@ pub async fn library_version() -> Result<String, BackendError> {
 impl SqliteConn {
     /// A new, empty in-memory database.
     pub async fn open_memory() -> Result<Self, BackendError> {
-        let (conn, watch) = watched(SqliteConnectOptions::new().in_memory(true).connect().await?).await?;
-        Ok(SqliteConn {
-            conn,
-            watch,
-            busy: false,
-            instants: InstantEncoding::default(),
-            capture: crate::compare::capture::Session::open(),
-        })
+        Self::watching(SqliteConnectOptions::new().in_memory(true).connect().await?).await
     }
 
     /// A connection to the database file `path`, created if missing, in
@@ -146,6 +139,12 @@ impl SqliteConn {
             .busy_timeout(busy_timeout)
             .connect()
             .await?;
+        Self::watching(conn).await
+    }
+
+    /// `conn` under the statement time limit's progress handler, binding
+    /// instants natively until told otherwise, a new session to the capture.
+    async fn watching(conn: SqliteConnection) -> Result<Self, BackendError> {
         let (conn, watch) = watched(conn).await?;
         Ok(SqliteConn {
             conn,
