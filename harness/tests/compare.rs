@@ -166,6 +166,16 @@ fn compare_takes_a_folder_that_is_not_the_whole_corpus_and_refuses_what_it_canno
     let o = clean_run(&dir.0, &["bench", "--compare", "--db", "sqlite,cockroach"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stdout(&o).is_empty() && stderr(&o).contains("--db cockroach"), "{}{}", stdout(&o), stderr(&o));
+    // A scenario that does not load: exit 2 with its file:line:col, before
+    // any capture or round.
+    let broken = dir.path("broken");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(broken.join("bad.yaml"), "description: x\nclasses: { C: {} }\njobs: [ { id: a, class: D } ]\n")
+        .unwrap();
+    let o = clean_run(&dir.0, &["bench", "--compare", "--db", "sqlite", "--scenarios", broken.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("bad.yaml:3:"), "{}", stderr(&o));
+    assert!(stdout(&o).is_empty(), "nothing ran: {}", stdout(&o));
     // No client on PATH: said before the capture, with what to install.
     let empty = dir.path("no-clients");
     std::fs::create_dir_all(&empty).unwrap();

@@ -86,6 +86,12 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
         );
         return ExitCode::from(EXIT_INVALID);
     }
+    // Refused before anything runs: scenarios that do not load (the runs
+    // it starts would each fail on them, with exit 1, not 2).
+    if let Err(errors) = inputs.scenarios(&[], false) {
+        super::inputs::report(&errors);
+        return ExitCode::from(EXIT_INVALID);
+    }
     interrupt::install();
     let mut ok = true;
     for target in targets {
