@@ -431,6 +431,18 @@ fn mutate_jobs_change_how_many_mutants_run_at_once_never_which_are_killed() {
 }
 
 #[test]
+fn run_refuses_a_jobs_count_outside_1_to_64_before_it_starts() {
+    for jobs in ["0", "65", "many"] {
+        let o = reapcheck(&["run", "--db", "sqlite", "--jobs", jobs]);
+        assert_eq!(o.status.code(), Some(2), "--jobs {jobs}: {}", stderr(&o));
+        assert!(stderr(&o).contains("--jobs"), "{}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "nothing ran: {}", stdout(&o));
+    }
+    let o = reapcheck(&["run", "--db", "sqlite", "--jobs", "64", "--exact", "grace/floor-reclaims-past-it"]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+}
+
+#[test]
 fn mutate_kills_every_named_and_generated_mutant_on_sqlite_after_declared_equivalents() {
     let o = reapcheck(&["mutate", "--db", "sqlite"]);
     let out = stdout(&o);

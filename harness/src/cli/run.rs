@@ -64,9 +64,10 @@ pub struct RunArgs {
     /// Filters match whole scenario names instead of parts of them.
     #[arg(long)]
     exact: bool,
-    /// Scenarios run at once on each target.
-    #[arg(long, default_value_t = 4)]
-    jobs: usize,
+    /// Scenarios run at once on each target (1 to 64), each on a session of
+    /// its own.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..=64))]
+    jobs: u16,
     /// Write junit.xml, summary.txt, outcomes.json, matrix.html and
     /// summary.md into this folder (docs/reports.md); an earlier run's are
     /// removed first.
@@ -318,7 +319,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     // that waits for it (on MariaDB those hand-overs were about 35 us a
     // statement, a sixth of `run --jobs 1`).
     let mut runtime = match args.jobs {
-        0 | 1 => tokio::runtime::Builder::new_current_thread(),
+        1 => tokio::runtime::Builder::new_current_thread(),
         _ => tokio::runtime::Builder::new_multi_thread(),
     };
     let runtime = runtime.enable_all().build().expect("a runtime starts");
@@ -689,7 +690,7 @@ async fn run_target(
         }
     };
     // The pool's bound: at most one session per scenario at once.
-    server.limit_connections(args.jobs.max(1));
+    server.limit_connections(usize::from(args.jobs));
     let swept = runner::sweep(&server, dialect).await;
     if !swept.removed.is_empty() {
         out.line(format!(
@@ -770,7 +771,7 @@ async fn run_target(
     });
     let mut records = Vec::with_capacity(scenarios.len());
     let mut coverage = Coverage::new(target.name(), dialect);
-    let mut results = stream::iter(cases).buffered(args.jobs.max(1));
+    let mut results = stream::iter(cases).buffered(usize::from(args.jobs));
     while let Some((s, record, log, traced)) = results.next().await {
         let mut text = case_text(&record, s, args.quiet);
         if let Some(t) = traced {
