@@ -185,7 +185,8 @@ impl<'a, E: Engine> Session<'a, E> {
     }
 
     /// Sets the time zone if the scenario has one, creates the tables and
-    /// inserts the scenario's rows, their times resolved at its `now`.
+    /// inserts the scenario's rows, their times resolved at its `now`, and
+    /// ends the setup ([`Engine::end_setup`]: rows held back are sent).
     ///
     /// Errors: the engine's, or a time out of range.
     pub async fn setup(&mut self) -> Result<(), EngineError> {
@@ -243,7 +244,9 @@ impl<'a, E: Engine> Session<'a, E> {
             };
             self.call(Call::InsertLease(row)).await?;
         }
-        Ok(())
+        // Rows an engine held back are sent now: a failure among them is
+        // the setup's, not the next request's.
+        self.engine.end_setup().await
     }
 
     /// Plays one step at the session's clock; `None` for `advance` and

@@ -334,6 +334,14 @@ pub trait Engine {
     /// Notes where the driver is; calls that follow belong to `phase`. A
     /// store that keeps no log ignores it.
     fn mark(&mut self, _phase: Phase) {}
+
+    /// Ends the setup: sends the rows it held back and commits them (a SQL
+    /// engine's setup transaction, `SqlEngine::with_setup_transaction`), so
+    /// an error in them is the setup's. A store that holds nothing back
+    /// has nothing to do; otherwise the next call would do it first.
+    fn end_setup(&mut self) -> impl Future<Output = Result<(), EngineError>> {
+        std::future::ready(Ok(()))
+    }
 }
 
 /// A store that failed to answer.

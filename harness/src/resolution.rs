@@ -144,6 +144,10 @@ impl<E: Engine> Engine for Resolved<E> {
     fn mark(&mut self, phase: Phase) {
         self.inner.mark(self.resolution.phase(phase));
     }
+
+    async fn end_setup(&mut self) -> Result<(), EngineError> {
+        self.inner.end_setup().await
+    }
 }
 
 #[cfg(test)]

@@ -457,6 +457,10 @@ impl Engine for SqlEngine<'_> {
     fn mark(&mut self, phase: Phase) {
         self.phase = phase;
     }
+
+    async fn end_setup(&mut self) -> Result<(), EngineError> {
+        self.settle(true).await
+    }
 }
 
 fn decode(statement: &'static str, message: String) -> EngineError {

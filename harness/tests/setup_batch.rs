@@ -64,3 +64,39 @@ fn a_thousand_setup_rows_are_a_few_statements_and_a_row_each_in_the_trace() {
         assert_eq!(traced, 1001, "{target}: one trace line per row");
     }
 }
+
+/// The reference adapter inserts a setup's rows as SQL mode does: its
+/// `setup` of three jobs is one INSERT, sent before the setup's reply.
+#[test]
+fn the_reference_adapter_sends_its_setup_rows_as_one_insert_before_it_replies() {
+    use std::io::Write;
+    let scratch = Scratch::new("setup_batch", "serve");
+    let capture = scratch.0.join("capture.jsonl");
+    let job = |id: &str| {
+        serde_json::json!({"id": id, "class": "C", "queue": "default", "status": "pending", "attempts": 0,
+            "max_retries": 3, "claim_timeout": null, "claim_token": null, "concurrency_key": null,
+            "heartbeat_at": null, "run_at": "2026-01-15T12:00:00.000000Z", "updated_at": "2026-01-15T12:00:00.000000Z"})
+    };
+    let setup = serde_json::json!({"seq": 2, "op": "setup", "scenario": "t", "namespace": "rc_test_1",
+        "database": null, "now": "2026-01-15T12:00:00.000000Z", "app_time_zone": "UTC", "session_time_zone": null,
+        "schema": "standard", "settings": {"heartbeat_grace": 300},
+        "classes": {"C": {"timeout": 60, "idempotent": true, "heartbeat_grace": null, "max_retries": 3,
+            "base_delay": 2, "max_delay": 3600, "exclusive": false, "concurrency_key": null, "loadable": true}},
+        "jobs": [job("a"), job("b"), job("c")], "leases": []});
+    let mut child = clean_command(&root(), &["adapter", "serve", "--db", "sqlite"])
+        .env("REAPCHECK_CAPTURE_SQL", &capture)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let mut stdin = child.stdin.take().expect("piped");
+    writeln!(stdin, r#"{{"seq":1,"op":"handshake","protocol_versions":[1],"reapcheck":"0.1.0"}}"#).expect("written");
+    writeln!(stdin, "{setup}").expect("written");
+    // Closed before any other request: the rows must be in by the reply.
+    drop(stdin);
+    let out = child.wait_with_output().expect("it exits");
+    let replies = stdout(&out);
+    assert!(replies.lines().nth(1).is_some_and(|l| l.contains(r#""reply":"ok""#)), "{replies}");
+    let (statements, rows) = job_inserts(&std::fs::read_to_string(&capture).expect("a capture"));
+    assert_eq!((statements, rows), (1, 3), "INSERTs and rows for 3 jobs\n{replies}");
+}

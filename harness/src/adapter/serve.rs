@@ -356,7 +356,11 @@ where
     let policy = dialect.profile.policy.clone();
     let played = {
         let tables_kept = place.tables_kept();
-        let engine = SqlEngine::new(dialect, scenario.schema, place.conn()).with_tables_kept(tables_kept);
+        // Setup rows as SQL mode inserts them: one transaction, one
+        // multi-row INSERT per table (crate::sql, `with_setup_transaction`).
+        let engine = SqlEngine::new(dialect, scenario.schema, place.conn())
+            .with_tables_kept(tables_kept)
+            .with_setup_transaction();
         let mut engine = Resolved::new(engine, dialect.profile.time_resolution);
         let mut session = Session::new(&scenario, &policy, &mut engine, None);
         play(&mut session, &scenario, seq, lines, output).await
