@@ -64,13 +64,25 @@ pub struct ModelRun {
     /// the only problem (`expect` holds): `run --accept --force` may
     /// replace it.
     pub stale: bool,
+    /// The model's state after setup and after every step, when it was
+    /// asked to record them ([`check_models`] for a run with an adapter
+    /// target, whose checkpoints are compared with these); `None` otherwise.
+    pub states: Option<driver::Checkpoints>,
 }
 
 /// Plays `scenario` on the reference model and checks it against the
 /// scenario's `expect` and committed snapshot.
 pub async fn check_model(scenario: &LoadedScenario) -> ModelRun {
+    check_model_recording(scenario, false).await
+}
+
+/// [`check_model`], also recording the model's state after setup and after
+/// every step in [`ModelRun::states`] when `states` is true (the reference
+/// model's, what an adapter under the reference profile is compared with).
+pub async fn check_model_recording(scenario: &LoadedScenario, states: bool) -> ModelRun {
     let mut model = Model::new(scenario.scenario.schema);
-    let outcome = match driver::run(&scenario.scenario, &mut model, None).await {
+    let mut recorded = states.then(driver::Checkpoints::new);
+    let outcome = match driver::run_with(&scenario.scenario, &mut model, None, recorded.as_mut()).await {
         Ok(outcome) => outcome,
         // Only a scenario `check` should have refused gets here (an instant
         // out of range): that scenario fails, the run goes on.
@@ -82,6 +94,7 @@ pub async fn check_model(scenario: &LoadedScenario) -> ModelRun {
                 snapshot: None,
                 verdict,
                 stale: false,
+                states: None,
             };
         }
     };
@@ -91,7 +104,7 @@ pub async fn check_model(scenario: &LoadedScenario) -> ModelRun {
         Ok(s) => s,
         Err(e) => {
             let verdict = Verdict::Fail(format!("cannot read {}: {e}", snapshot_path.display()));
-            return ModelRun { outcome, yaml, snapshot: None, verdict, stale: false };
+            return ModelRun { outcome, yaml, snapshot: None, verdict, stale: false, states: recorded };
         }
     };
     let mut problems = expect_problems(scenario, &outcome);
@@ -118,7 +131,7 @@ pub async fn check_model(scenario: &LoadedScenario) -> ModelRun {
         (true, true) => Verdict::Ok,
         (true, false) => Verdict::New,
     };
-    ModelRun { outcome, yaml, snapshot, verdict, stale }
+    ModelRun { outcome, yaml, snapshot, verdict, stale, states: recorded }
 }
 
 /// One scenario's [`check_model`] from [`check_models`].
@@ -131,17 +144,18 @@ pub struct ModelCheck {
     pub elapsed: std::time::Duration,
 }
 
-/// [`check_model`] of each of `scenarios`, in their order, on up to one
-/// thread per CPU ([`crate::parallel`]: the model is CPU alone, a seventh
-/// of a SQLite corpus run's instructions); `None` for a scenario not
-/// started because a signal came first (`crate::interrupt`).
-pub fn check_models(scenarios: &[LoadedScenario]) -> Vec<Option<ModelCheck>> {
+/// [`check_model_recording`] of each of `scenarios` (recording `states`
+/// when asked), in their order, on up to one thread per CPU
+/// ([`crate::parallel`]: the model is CPU alone, a seventh of a SQLite
+/// corpus run's instructions); `None` for a scenario not started because a
+/// signal came first (`crate::interrupt`).
+pub fn check_models(scenarios: &[LoadedScenario], states: bool) -> Vec<Option<ModelCheck>> {
     crate::parallel::map_in_order(scenarios, |s| {
         crate::interrupt::interrupted().is_none().then(|| {
             let started = std::time::Instant::now();
             let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a current-thread runtime");
-                runtime.block_on(check_model(s))
+                runtime.block_on(check_model_recording(s, states))
             }));
             let hash = run.as_ref().ok().map(|m| crate::report::outcomes::hash(m.yaml.as_bytes()));
             ModelCheck { run, hash, elapsed: started.elapsed() }
@@ -738,6 +752,7 @@ mod tests {
             snapshot: None,
             verdict: Verdict::Ok,
             stale: false,
+            states: None,
         };
         let reference = Profile::default();
         assert!(reference.is_reference());

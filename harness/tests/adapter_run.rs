@@ -234,6 +234,29 @@ fn a_state_between_steps_that_breaks_an_invariant_fails_even_when_the_outcome_ma
     assert!(!out.contains("disagrees with the model"), "the last read is true: only the invariant fails\n{out}");
 }
 
+#[test]
+fn an_adapter_that_sets_the_app_time_zone_itself_keeps_one_process_across_zones() {
+    let bin = toml_string(env!("CARGO_BIN_EXE_reapcheck"));
+    let proxy = toml_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/adapters/proxy/counts_its_starts.py"));
+    // The target is reached (handshaken) under UTC before any scenario;
+    // app-zone/ in name order is then New York, New York, Lord Howe, New
+    // York, Lord Howe, New York: five changes of zone.
+    let (utc, ny, lh) = ("UTC", "America/New_York", "Australia/Lord_Howe");
+    for (mode, expected) in [("keep", vec![utc]), ("strip", vec![utc, ny, lh, ny, lh, ny])] {
+        let config = format!(
+            "[adapters.zones]\ncommand = [\"python3\", {proxy}, \"{mode}\", {bin}, \"adapter\", \"serve\", \"--db\", \"sqlite\"]\n\
+             database = \"sqlite\"\n"
+        );
+        let project = Project::new(&format!("zones-{mode}"), &config);
+        let o = reapcheck_in(project.path(), &["run", "--db", "adapter:zones", "app-zone/"]);
+        let out = stdout(&o);
+        assert!(o.status.success(), "{mode}\n{out}");
+        assert_eq!(counts(&out, "adapter:zones"), (6, 0, 0), "{mode}\n{out}");
+        let starts = std::fs::read_to_string(project.path().join("starts")).expect("starts written");
+        assert_eq!(starts.lines().collect::<Vec<_>>(), expected, "{mode}: the processes started, by TZ\n{out}");
+    }
+}
+
 /// The reference adapter and the forgetful proxy in front of it, in one
 /// project.
 fn forgetful_project(name: &str) -> Project {

@@ -102,11 +102,19 @@ fn prepare(runtime: &'static Runtime, target: Target, required: &[Target]) -> Ta
 
 fn model_trial(runtime: &'static Runtime, s: LoadedScenario) -> Trial {
     Trial::test(format!("{}::model", s.name), move || {
-        let model = runtime.block_on(runner::check_model(&s));
+        let model = runtime.block_on(runner::check_model_recording(&s, true));
         if let Verdict::Fail(detail) = model.verdict {
             return Err(detail.into());
         }
         assert_insta_snapshot(&s, &model.yaml);
+        // An adapter under the reference profile is judged against these
+        // recorded states instead of a run of its own: they must be that run's.
+        let mut states = reapcheck::driver::Checkpoints::new();
+        let reference = reapcheck::dialect::Profile::default();
+        let outcome = runtime.block_on(runner::model_outcome_with_states(&s.scenario, &reference, Some(&mut states)));
+        assert_eq!(model.states.as_ref(), Some(&states), "the recorded states are the reference run's");
+        assert_eq!(model.outcome, outcome);
+        assert_eq!(model.yaml, runner::compared_document(outcome, &reference), "the reference document is the yaml");
         Ok(())
     })
 }

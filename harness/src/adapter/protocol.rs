@@ -581,6 +581,12 @@ pub struct Capabilities {
     /// docs/adapter-protocol.md, "Pipelined reads").
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pipelined: bool,
+    /// Whether the adapter sets its queue's time zone from each `setup`'s
+    /// `app_time_zone` itself (default false: reapcheck starts the process
+    /// with `TZ` set to it, and a new process when the next scenario needs
+    /// another zone; docs/adapter-protocol.md, "Transport").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sets_app_time_zone: bool,
 }
 
 fn features<S: Serializer>(features: &[Feature], s: S) -> Result<S::Ok, S::Error> {

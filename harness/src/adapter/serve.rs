@@ -250,6 +250,9 @@ fn handshake(reference: &Reference<'_>, seq: u64, h: &protocol::Handshake) -> Re
             clocks: vec![Clock::App],
             time_resolution: (profile.time_resolution != Resolution::Micro).then_some(profile.time_resolution),
             pipelined: true,
+            // The driver reads the zone from the scenario built from each
+            // setup, never from the process's `TZ`.
+            sets_app_time_zone: true,
         },
         policy,
         state,

@@ -582,7 +582,7 @@ async fn run_all(args: &RunArgs, plan: &Plan<'_>) -> (Vec<CaseRecord>, Vec<Cover
     let mut left = Vec::new();
     let mut models = Vec::with_capacity(scenarios.len());
     let progress = Progress::new((scenarios.len() * (targets.len() + plan.adapters.len() + 1)) as u64, "run");
-    for (s, checked) in scenarios.iter().zip(runner::check_models(scenarios)) {
+    for (s, checked) in scenarios.iter().zip(runner::check_models(scenarios, !plan.adapters.is_empty())) {
         let started = Instant::now();
         let Some(checked) = checked else {
             let signal = interrupt::interrupted().unwrap_or("a signal");
