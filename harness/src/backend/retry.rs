@@ -12,8 +12,8 @@
 //!
 //!   Two callers do open one: a scenario's setup rows are inserted in one
 //!   explicit transaction (`SqlEngine::with_setup_transaction`, used by
-//!   `run`, `bench --scale` and `adapter serve`), and `bench --scale` runs its guarded
-//!   `reap_retry` statements in one it rolls back. There a 40001 has
+//!   `run`, `bench --scale` and `adapter serve`), and `bench --scale` runs
+//!   its guarded `reap_retry` statements in one it rolls back. There a 40001 has
 //!   already aborted the whole transaction, not only the statement, and the
 //!   retry does not replay it: the rerun of an INSERT or UPDATE gets 25P02
 //!   (`in_failed_sql_transaction`), which is not retried, so the setup
