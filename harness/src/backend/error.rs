@@ -109,6 +109,49 @@ impl From<sqlx::Error> for BackendError {
     }
 }
 
+impl From<rusqlite::Error> for BackendError {
+    /// SQLite's errors, by extended result code: 9 (`SQLITE_INTERRUPT`,
+    /// the progress handler's) is [`BackendError::stopped`], a
+    /// [`sqlite_cannot_compile`] code [`BackendErrorKind::CannotCompile`],
+    /// the others [`BackendErrorKind::Database`]; a value that cannot be
+    /// read is [`BackendErrorKind::Decode`]. The message keeps the form
+    /// sqlx-sqlite gave it: `error returned from database: (code: N) text`.
+    fn from(e: rusqlite::Error) -> Self {
+        use rusqlite::Error as E;
+        let (failure, text) = match &e {
+            E::SqliteFailure(failure, text) => (failure, text.clone().unwrap_or_else(|| failure.to_string())),
+            // What `sqlite3_prepare` refused, with the offending token's offset.
+            E::SqlInputError { error, msg, .. } => (error, msg.clone()),
+            _ => return BackendError::from_rusqlite_client(e),
+        };
+        let code = failure.extended_code;
+        if code & 0xff == 9 {
+            return BackendError::stopped();
+        }
+        let kind =
+            if sqlite_cannot_compile(code) { BackendErrorKind::CannotCompile } else { BackendErrorKind::Database };
+        BackendError { kind, message: format!("error returned from database: (code: {code}) {text}") }
+    }
+}
+
+impl BackendError {
+    /// A rusqlite error that SQLite did not return: a value that cannot be
+    /// read is [`BackendErrorKind::Decode`], the rest
+    /// [`BackendErrorKind::Database`].
+    fn from_rusqlite_client(e: rusqlite::Error) -> Self {
+        use rusqlite::Error as E;
+        let kind = match &e {
+            E::FromSqlConversionFailure(..)
+            | E::IntegralValueOutOfRange(..)
+            | E::InvalidColumnIndex(_)
+            | E::InvalidColumnType(..)
+            | E::Utf8Error(..) => BackendErrorKind::Decode,
+            _ => BackendErrorKind::Database,
+        };
+        BackendError { kind, message: e.to_string() }
+    }
+}
+
 /// The text of `e`. For a PostgreSQL error, its message and SQLSTATE
 /// without the ` at line N` sqlx's Display appends: that N is a line of the
 /// server's own C source, which reads like a line of the user's SQL file.
@@ -162,9 +205,6 @@ fn stopped(db: &(dyn sqlx::error::DatabaseError + 'static)) -> bool {
     if let Some(my) = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
         return matches!(my.number(), 1969 | 3024 | 1317);
     }
-    if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
-        return db.code().and_then(|c| c.parse::<i32>().ok()).is_some_and(|c| c & 0xff == 9);
-    }
     false
 }
 
@@ -176,9 +216,6 @@ fn cannot_compile(db: &(dyn sqlx::error::DatabaseError + 'static)) -> bool {
     }
     if let Some(my) = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
         return mysql_cannot_compile(my.number());
-    }
-    if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
-        return db.code().and_then(|c| c.parse().ok()).is_some_and(sqlite_cannot_compile);
     }
     false
 }

@@ -1,13 +1,23 @@
-//! SQLite through sqlx. Instants are bound as INTEGER microseconds since
-//! the Unix epoch (see `dialects/sqlite/schema.sql`), or under
-//! [`InstantEncoding::NaiveUtc`] as text `YYYY-MM-DD HH:MM:SS.ffffff` in
-//! UTC, which orders as it compares. Values are decoded by their storage
-//! class, whatever the column's declared type: an INTEGER instant is
-//! microseconds, a TEXT one a UTC date and time.
+//! SQLite through rusqlite, on the caller's thread. Instants are bound as
+//! INTEGER microseconds since the Unix epoch (see
+//! `dialects/sqlite/schema.sql`), or under [`InstantEncoding::NaiveUtc`]
+//! as text `YYYY-MM-DD HH:MM:SS.ffffff` in UTC, which orders as it
+//! compares. Values are decoded by their storage class, whatever the
+//! column's declared type: an INTEGER instant is microseconds, a TEXT one
+//! a UTC date and time.
+//!
+//! An in-memory database (`run`, `mutate`, `fuzz`, `adapter serve`) runs
+//! each statement inline: it never waits on another connection, and its
+//! time limit and signals are the progress handler's ([`Watch`]). This is
+//! where SQLite mode's time went under sqlx-sqlite, which hands every
+//! statement to a worker thread and back (issue 22's measurements are in
+//! README's Performance section). A database file shared by several
+//! connections (`race`) may wait on another's write lock, so its
+//! statements run on tokio's blocking threads under the client-side limit
+//! as well, and never hold up the connections they wait for.
 
 use chrono::NaiveDateTime;
-use sqlx::sqlite::{SqliteArguments, SqliteConnectOptions, SqliteJournalMode, SqliteRow};
-use sqlx::{Arguments, ConnectOptions, Connection as _, Row, SqliteConnection, TypeInfo as _, ValueRef as _};
+use rusqlite::types::{Value as SqlValue, ValueRef};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
@@ -18,19 +28,26 @@ use crate::dialect::contract::Column;
 use crate::engine::{Kind, Value};
 use crate::time::Instant;
 
-/// One in-memory SQLite database.
+/// One SQLite database connection.
 pub struct SqliteConn {
-    conn: SqliteConnection,
+    /// The connection; `None` while a shared file's statement runs on a
+    /// blocking thread, and for good once one was given up there (the
+    /// thread drops it when the statement ends).
+    db: Option<rusqlite::Connection>,
     /// What the progress handler checks (see [`Watch`]).
     watch: Arc<Watch>,
-    /// A statement was given up by the client-side limit, or its future
-    /// dropped: the connection is dropped, not closed politely.
-    busy: bool,
+    /// A database file other connections use too: statements run on a
+    /// blocking thread (see the module's documentation).
+    shared: bool,
     /// How instants are bound; see [`InstantEncoding`].
     pub(super) instants: InstantEncoding,
     /// What `bench --compare`'s capture calls this session.
     pub(super) capture: crate::compare::capture::Session,
 }
+
+/// How many prepared statements a connection keeps, as sqlx-sqlite did:
+/// a dialect's statements are far fewer, so each is prepared once.
+const STATEMENT_CACHE: usize = 100;
 
 /// The text form of a [`InstantEncoding::NaiveUtc`] instant: SQLite's own
 /// `datetime()` form with six fractional digits.
@@ -104,27 +121,15 @@ impl Watch {
     }
 }
 
-/// `conn` with a progress handler reading a new [`Watch`].
-async fn watched(mut conn: SqliteConnection) -> Result<(SqliteConnection, Arc<Watch>), BackendError> {
-    let watch = Arc::new(Watch::default());
-    let handler = watch.clone();
-    conn.lock_handle().await?.set_progress_handler(PROGRESS_EVERY, move || handler.proceed());
-    Ok((conn, watch))
-}
-
 /// The version of the SQLite library linked in.
 pub async fn library_version() -> Result<String, BackendError> {
-    let mut conn = SqliteConn::open_memory().await?;
-    let row = sqlx::query("SELECT sqlite_version()").fetch_one(&mut conn.conn).await?;
-    let version: String = row.try_get(0)?;
-    conn.close().await;
-    Ok(version)
+    Ok(rusqlite::version().to_owned())
 }
 
 impl SqliteConn {
     /// A new, empty in-memory database.
     pub async fn open_memory() -> Result<Self, BackendError> {
-        Self::watching(SqliteConnectOptions::new().in_memory(true).connect().await?).await
+        Self::watching(rusqlite::Connection::open_in_memory()?, false)
     }
 
     /// A connection to the database file `path`, created if missing, in
@@ -132,53 +137,59 @@ impl SqliteConn {
     /// write lock: several connections onto one database, as `reapcheck
     /// race` needs (`run` keeps one in-memory database per scenario).
     pub async fn open_file(path: &std::path::Path, busy_timeout: std::time::Duration) -> Result<Self, BackendError> {
-        let conn = SqliteConnectOptions::new()
-            .filename(path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .busy_timeout(busy_timeout)
-            .connect()
-            .await?;
-        Self::watching(conn).await
+        let path = path.to_owned();
+        let opened = tokio::task::spawn_blocking(move || -> Result<rusqlite::Connection, BackendError> {
+            let db = rusqlite::Connection::open(&path)?;
+            db.busy_timeout(busy_timeout)?;
+            // Answers with the mode now in force, a row.
+            db.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))?;
+            Ok(db)
+        })
+        .await
+        .map_err(|e| BackendError::new(BackendErrorKind::Connection, format!("cannot open {e}")))??;
+        Self::watching(opened, true)
     }
 
-    /// `conn` under the statement time limit's progress handler, binding
-    /// instants natively until told otherwise, a new session to the capture.
-    async fn watching(conn: SqliteConnection) -> Result<Self, BackendError> {
-        let (conn, watch) = watched(conn).await?;
+    /// `db` under the statement time limit's progress handler, with
+    /// foreign keys enforced (sqlx-sqlite's default, kept), binding
+    /// instants natively until told otherwise, a new session to the
+    /// capture.
+    fn watching(db: rusqlite::Connection, shared: bool) -> Result<Self, BackendError> {
+        let watch = Arc::new(Watch::default());
+        let handler = watch.clone();
+        // rusqlite's handler interrupts on `true`.
+        db.progress_handler(PROGRESS_EVERY, Some(move || !handler.proceed()))?;
+        db.execute_batch("PRAGMA foreign_keys = ON")?;
+        db.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
         Ok(SqliteConn {
-            conn,
+            db: Some(db),
             watch,
-            busy: false,
+            shared,
             instants: InstantEncoding::default(),
             capture: crate::compare::capture::Session::open(),
         })
     }
 
-    fn arguments(&self, params: &[Value]) -> Result<SqliteArguments, BackendError> {
+    fn arguments(&self, params: &[Value]) -> Vec<SqlValue> {
         let naive = self.instants == InstantEncoding::NaiveUtc;
-        let mut args = SqliteArguments::default();
-        for p in params {
-            let added = match p {
-                Value::Text(s) => args.add(s.clone()),
-                Value::Int(i) => args.add(*i),
-                Value::Instant(t) if naive => args.add(t.to_chrono().naive_utc().format(NAIVE_FORMAT).to_string()),
-                Value::Instant(t) => args.add(t.unix_micros()),
-                Value::Null(Kind::Text) => args.add(None::<String>),
-                Value::Null(Kind::Int | Kind::Instant) => args.add(None::<i64>),
-            };
-            added.map_err(|e| BackendError::new(BackendErrorKind::Decode, e.to_string()))?;
-        }
-        Ok(args)
+        params
+            .iter()
+            .map(|p| match p {
+                Value::Text(s) => SqlValue::Text(s.clone()),
+                Value::Int(i) => SqlValue::Integer(*i),
+                Value::Instant(t) if naive => {
+                    SqlValue::Text(t.to_chrono().naive_utc().format(NAIVE_FORMAT).to_string())
+                }
+                Value::Instant(t) => SqlValue::Integer(t.unix_micros()),
+                Value::Null(_) => SqlValue::Null,
+            })
+            .collect()
     }
 
     /// Runs one command; returns the rows it changed.
     pub async fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, BackendError> {
-        let args = self.arguments(params)?;
-        let conn = &mut self.conn;
-        let running = async { Ok(sqlx::query_with(sqlx::AssertSqlSafe(sql), args).execute(&mut *conn).await?) };
-        let done = Self::bounded(&mut self.busy, &self.watch, running).await?;
-        Ok(done.rows_affected())
+        let params = self.arguments(params);
+        Ok(self.run(sql, params, None).await?.0)
     }
 
     /// Runs one query and decodes its rows.
@@ -188,60 +199,156 @@ impl SqliteConn {
         params: &[Value],
         columns: &[Column],
     ) -> Result<Vec<Vec<Value>>, BackendError> {
-        let args = self.arguments(params)?;
-        let conn = &mut self.conn;
-        let running = async { Ok(sqlx::query_with(sqlx::AssertSqlSafe(sql), args).fetch_all(&mut *conn).await?) };
-        let rows = Self::bounded(&mut self.busy, &self.watch, running).await?;
-        rows.iter().map(|r| decode(r, columns)).collect()
+        let params = self.arguments(params);
+        Ok(self.run(sql, params, Some(columns)).await?.1)
     }
 
-    /// Runs `statement` under the time limit: the progress handler's
-    /// deadline, and the client-side limit for a statement the handler is
-    /// not called in (waiting on another connection's lock).
-    async fn bounded<T>(
-        busy: &mut bool,
-        watch: &Watch,
-        statement: impl Future<Output = Result<T, BackendError>>,
-    ) -> Result<T, BackendError> {
-        *busy = true;
-        watch.start();
-        let done = super::cancel::bounded(None, statement).await.ok_or_else(BackendError::timed_out)?;
-        *busy = false;
-        watch.end(done)
-    }
-
-    /// Closes the connection, and with it the database.
-    pub async fn close(self) {
-        if self.busy {
-            // Given up mid-statement: dropped, not waited for.
-            return;
+    /// Runs `sql` under the time limit: inline on an in-memory database,
+    /// on a blocking thread under the client-side limit as well on a
+    /// shared file (see the module's documentation). Returns the rows
+    /// changed and, when `columns` is given, the rows decoded by them.
+    async fn run(
+        &mut self,
+        sql: &str,
+        params: Vec<SqlValue>,
+        columns: Option<&[Column]>,
+    ) -> Result<(u64, Vec<Vec<Value>>), BackendError> {
+        if !self.shared {
+            let db = self.db.as_ref().ok_or_else(given_up)?;
+            self.watch.start();
+            let done = statements(db, sql, &params, columns);
+            return self.watch.end(done);
         }
-        let _ = self.conn.close().await;
+        let db = self.db.take().ok_or_else(given_up)?;
+        let (sql, columns) = (sql.to_owned(), columns.map(<[Column]>::to_vec));
+        self.watch.start();
+        let running = tokio::task::spawn_blocking(move || {
+            let done = statements(&db, &sql, &params, columns.as_deref());
+            (db, done)
+        });
+        let Some(joined) = super::cancel::bounded(None, running).await else {
+            // Past the client-side limit, waiting on a lock: the thread
+            // keeps the connection and drops it when the wait ends.
+            self.watch.deadline.store(0, Ordering::Relaxed);
+            return Err(BackendError::timed_out());
+        };
+        let (db, done) = joined.map_err(|e| BackendError::new(BackendErrorKind::Connection, e.to_string()))?;
+        self.db = Some(db);
+        self.watch.end(done)
+    }
+
+    /// Closes the connection, and with it an in-memory database. One given
+    /// up mid-statement is the blocking thread's to drop.
+    pub async fn close(self) {
+        if let Some(db) = self.db {
+            let _ = db.close();
+        }
     }
 }
 
-fn decode(row: &SqliteRow, columns: &[Column]) -> Result<Vec<Value>, BackendError> {
-    BackendError::check_width(row.len(), columns.len())?;
-    columns.iter().enumerate().map(|(i, c)| decode_column(row, i, c)).collect()
+/// The error of a statement on a connection that gave one up before.
+fn given_up() -> BackendError {
+    BackendError::new(
+        BackendErrorKind::Connection,
+        "not sent: this connection gave up a statement waiting on a lock and is not used again",
+    )
+}
+
+/// Runs each statement of `sql` in turn, as sqlx-sqlite did: `params` are
+/// taken in order across them, `?NNN` and `$NNN` by number, missing ones
+/// NULL. Returns the rows changed (summed over the statements) and the
+/// rows returned, decoded by `columns` (none read when `None`).
+fn statements(
+    db: &rusqlite::Connection,
+    sql: &str,
+    params: &[SqlValue],
+    columns: Option<&[Column]>,
+) -> Result<(u64, Vec<Vec<Value>>), BackendError> {
+    let mut done = (0, Vec::new());
+    match db.prepare_cached(sql) {
+        Ok(mut statement) => {
+            one_statement(db, &mut statement, params, 0, columns, &mut done)?;
+        }
+        Err(rusqlite::Error::MultipleStatement) => {
+            use rusqlite::fallible_iterator::FallibleIterator as _;
+            let mut batch = rusqlite::Batch::new(db, sql);
+            let mut used = 0;
+            while let Some(mut statement) = batch.next()? {
+                used = one_statement(db, &mut statement, params, used, columns, &mut done)?;
+            }
+        }
+        Err(e) => return Err(e.into()),
+    }
+    Ok(done)
+}
+
+/// Binds `params` from `used` on into `statement`, runs it and adds to
+/// `done` what it changed and returned; returns how many anonymous `?`
+/// have been used so far.
+fn one_statement(
+    db: &rusqlite::Connection,
+    statement: &mut rusqlite::Statement<'_>,
+    params: &[SqlValue],
+    mut used: usize,
+    columns: Option<&[Column]>,
+    done: &mut (u64, Vec<Vec<Value>>),
+) -> Result<usize, BackendError> {
+    for index in 1..=statement.parameter_count() {
+        let n = match statement.parameter_name(index) {
+            None => {
+                used += 1;
+                used
+            }
+            Some(name) => numbered(name)?,
+        };
+        // SQLite takes a parameter left unbound as NULL.
+        let Some(value) = n.checked_sub(1).and_then(|i| params.get(i)) else { break };
+        statement.raw_bind_parameter(index, value)?;
+    }
+    let width = statement.column_count();
+    let mut rows = statement.raw_query();
+    while let Some(row) = rows.next()? {
+        if let Some(columns) = columns {
+            BackendError::check_width(width, columns.len())?;
+            done.1.push(columns.iter().enumerate().map(|(i, c)| decode_column(row, i, c)).collect::<Result<_, _>>()?);
+        }
+    }
+    drop(rows);
+    done.0 += db.changes();
+    Ok(used)
+}
+
+/// The number of a `?NNN` or `$NNN` parameter.
+fn numbered(name: &str) -> Result<usize, BackendError> {
+    name.strip_prefix(['?', '$']).and_then(|n| n.parse().ok()).ok_or_else(|| {
+        BackendError::new(
+            BackendErrorKind::Database,
+            format!("unsupported SQL parameter format: {name}: use `?` or `?NNN`"),
+        )
+    })
 }
 
 /// Column `i` as `column` declares, by the value's storage class.
-fn decode_column(row: &SqliteRow, i: usize, column: &Column) -> Result<Value, BackendError> {
-    let raw = row.try_get_raw(i)?;
-    if raw.is_null() {
-        return Ok(Value::Null(column.kind));
-    }
-    let class = raw.type_info().name().to_owned();
+fn decode_column(row: &rusqlite::Row<'_>, i: usize, column: &Column) -> Result<Value, BackendError> {
+    let raw = row.get_ref(i)?;
+    let class = match raw {
+        ValueRef::Null => return Ok(Value::Null(column.kind)),
+        ValueRef::Integer(_) => "INTEGER",
+        ValueRef::Real(_) => "REAL",
+        ValueRef::Text(_) => "TEXT",
+        ValueRef::Blob(_) => "BLOB",
+    };
     let wrong = |what: &str| {
         let message = format!("column `{}` holds {class}, not {what}", column.name);
         BackendError::new(BackendErrorKind::Decode, message)
     };
-    Ok(match (column.kind, class.as_str()) {
-        (Kind::Text, "TEXT") => Value::Text(row.try_get(i)?),
-        (Kind::Int, "INTEGER") => Value::Int(row.try_get(i)?),
-        (Kind::Instant, "INTEGER") => Value::Instant(Instant::from_unix_micros(row.try_get(i)?)),
-        (Kind::Instant, "TEXT") => {
-            let text: String = row.try_get(i)?;
+    let text = |bytes: &[u8]| String::from_utf8(bytes.to_vec()).map_err(|_| wrong("UTF-8 text"));
+    Ok(match (column.kind, raw) {
+        (Kind::Text, ValueRef::Text(t)) => Value::Text(text(t)?),
+        (Kind::Int, ValueRef::Integer(i)) => Value::Int(i),
+        (Kind::Instant, ValueRef::Integer(i)) => Value::Instant(Instant::from_unix_micros(i)),
+        (Kind::Instant, ValueRef::Text(t)) => {
+            let text = text(t)?;
             Value::Instant(naive_utc(&text).ok_or_else(|| wrong(&format!("a UTC date and time (`{text}`)")))?)
         }
         (Kind::Text, _) => return Err(wrong("text")),
@@ -281,6 +388,48 @@ mod tests {
         conn.execute("CREATE TABLE t (a)", &[]).await.expect("created");
         conn.execute("INSERT INTO t (a) VALUES (?1)", &[value]).await.expect("inserted");
         conn
+    }
+
+    #[tokio::test]
+    async fn statements_of_one_text_take_the_parameters_in_turn() {
+        let mut conn = SqliteConn::open_memory().await.expect("open");
+        conn.execute("CREATE TABLE t (a INTEGER); CREATE TABLE u (b TEXT)", &[]).await.expect("created");
+        let params = [Value::Int(7), Value::Text("x".into())];
+        let changed = conn.execute("INSERT INTO t (a) VALUES (?); INSERT INTO u (b) VALUES (?)", &params).await;
+        assert_eq!(changed.expect("inserted"), 2);
+        let rows = conn.query("SELECT a, ?2 FROM t", &params, &declared(&[Kind::Int, Kind::Text])).await;
+        assert_eq!(rows.expect("read"), vec![vec![Value::Int(7), Value::Text("x".into())]]);
+        let e = conn.query("SELECT :name", &[], &declared(&[Kind::Int])).await.unwrap_err();
+        assert!(e.message.contains("unsupported SQL parameter format: :name"), "{e}");
+        conn.close().await;
+    }
+
+    /// On one thread, as `race` may run: a statement of a shared file
+    /// waiting on another connection's write lock must not stop that
+    /// connection from committing (inline, it would wait out its busy
+    /// timeout and fail with `database is locked`).
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_shared_file_waiting_on_a_lock_lets_the_holder_commit() {
+        let dir = std::env::temp_dir().join(format!("reapcheck-sqlite-lock-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("db.sqlite");
+        let wait = std::time::Duration::from_secs(30);
+        let mut holder = SqliteConn::open_file(&path, wait).await.expect("open");
+        let mut waiter = SqliteConn::open_file(&path, wait).await.expect("open");
+        holder.execute("CREATE TABLE t (a INTEGER)", &[]).await.expect("created");
+        holder.execute("BEGIN IMMEDIATE", &[]).await.expect("locked");
+        let commit = async {
+            tokio::task::yield_now().await;
+            holder.execute("INSERT INTO t (a) VALUES (1)", &[]).await.expect("held");
+            holder.execute("COMMIT", &[]).await.expect("committed");
+        };
+        let (inserted, ()) = tokio::join!(waiter.execute("INSERT INTO t (a) VALUES (2)", &[]), commit);
+        assert_eq!(inserted.expect("waited for the lock"), 1);
+        let rows = waiter.query("SELECT count(*) FROM t", &[], &declared(&[Kind::Int])).await.expect("read");
+        assert_eq!(rows, vec![vec![Value::Int(2)]]);
+        holder.close().await;
+        waiter.close().await;
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[tokio::test]
