@@ -133,9 +133,9 @@ impl<'a> SqlEngine<'a> {
     pub fn prepared(&self, call: &Call) -> Option<(String, Vec<Value>)> {
         let (name, params) = bindings(call);
         let statement = self.dialect.find(name, self.schema)?;
-        let prepared = text::prepare(&statement.sql, self.conn.placeholders());
-        let values = values_for(&prepared, &params);
-        Some((prepared.sql, values))
+        let prepared = statement.prepared(self.conn.placeholders());
+        let values = values_for(prepared, &params);
+        Some((prepared.sql.clone(), values))
     }
 
     /// The connection the engine runs on (for the commands of
@@ -195,8 +195,8 @@ impl<'a> SqlEngine<'a> {
                 Ok((Returned::Done, Reply::Done))
             }
             Shape::Update => {
-                let prepared = text::prepare(&statement.sql, style);
-                let values = values_for(&prepared, &params);
+                let prepared = statement.prepared(style);
+                let values = values_for(prepared, &params);
                 let n = self.conn.execute(&prepared.sql, &values).await.map_err(|e| failed(name, at(e, statement)))?;
                 Ok(match call {
                     Call::InsertJob(_) | Call::InsertLease(_) => (Returned::Done, Reply::Done),
@@ -204,8 +204,8 @@ impl<'a> SqlEngine<'a> {
                 })
             }
             Shape::Query(columns) => {
-                let prepared = text::prepare(&statement.sql, style);
-                let values = values_for(&prepared, &params);
+                let prepared = statement.prepared(style);
+                let values = values_for(prepared, &params);
                 let rows = self
                     .conn
                     .query(&prepared.sql, &values, columns)
@@ -229,11 +229,9 @@ impl<'a> SqlEngine<'a> {
             return Executed { phase: self.phase, statement: name.to_owned(), origin, binds: Vec::new(), returned };
         };
         let mut binds: Vec<(String, Value)> = Vec::new();
-        for used in text::parameters(&statement.sql) {
-            if !binds.iter().any(|(n, _)| *n == used)
-                && let Some((_, v)) = params.iter().find(|(n, _)| *n == used)
-            {
-                binds.push((used, v.clone()));
+        for used in statement.parameters() {
+            if let Some((_, v)) = params.iter().find(|(n, _)| n == used) {
+                binds.push((used.clone(), v.clone()));
             }
         }
         let key = statement.name.clone();
@@ -379,26 +377,24 @@ impl SqlEngine<'_> {
         let Some(first) = calls.first() else { return Ok(()) };
         let name = bindings(first).0;
         let statement = self.dialect.find(name, self.schema).expect("deferred calls have a statement");
-        let per_row = text::parameters(&statement.sql).len().max(1);
+        let per_row = statement.parameters().len().max(1);
         let size = MAX_BATCH_ROWS.min(MAX_BATCH_BINDS / per_row).max(1);
-        let repeatable = text::repeat_values(&statement.sql, 2).is_some();
-        for chunk in calls.chunks(if repeatable { size } else { 1 }) {
-            let result = if chunk.len() == 1 {
-                self.run(&chunk[0]).await.map(|_| ())
-            } else {
-                let sql = text::repeat_values(&statement.sql, chunk.len()).expect("the shape was checked");
-                let prepared = text::prepare(&sql, self.conn.placeholders());
-                let rows: Vec<_> = chunk.iter().map(|c| bindings(c).1).collect();
-                let values: Vec<Value> = prepared
-                    .binds
-                    .iter()
-                    .map(|b| {
-                        let (param, row) = b.rsplit_once("__").expect("repeat_values names every parameter");
-                        let row: usize = row.parse().expect("a row number");
-                        rows[row].iter().find(|(n, _)| *n == param).map(|(_, v)| v.clone()).expect("a bound parameter")
-                    })
-                    .collect();
-                self.conn.execute(&prepared.sql, &values).await.map(|_| ()).map_err(|e| failed(name, at(e, statement)))
+        let shape = statement.values_shape();
+        for chunk in calls.chunks(if shape.is_some() { size } else { 1 }) {
+            let result = match shape {
+                Some(shape) if chunk.len() > 1 => {
+                    let (sql, binds) = shape.prepare(chunk.len(), self.conn.placeholders());
+                    let rows: Vec<_> = chunk.iter().map(|c| bindings(c).1).collect();
+                    let values: Vec<Value> = binds
+                        .iter()
+                        .map(|(row, param)| {
+                            let value = rows[*row].iter().find(|(n, _)| n == param).map(|(_, v)| v.clone());
+                            value.expect("a bound parameter")
+                        })
+                        .collect();
+                    self.conn.execute(&sql, &values).await.map(|_| ()).map_err(|e| failed(name, at(e, statement)))
+                }
+                _ => self.run(&chunk[0]).await.map(|_| ()),
             };
             if let Err(e) = result {
                 for call in chunk {

@@ -35,6 +35,62 @@ pub struct Statement {
     pub origin: String,
     /// Its SQL.
     pub sql: String,
+    /// What the SQL path reads of `sql` on every call, derived once when
+    /// the statement is made ([`Statement::new`]).
+    derived: Derived,
+}
+
+/// What [`Statement`] derives from its SQL once: a setup of a thousand
+/// rows logs a thousand calls of one statement, and parsing its text for
+/// each was a tenth of a SQLite corpus run's instructions (issue 22).
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Derived {
+    /// [`text::parameters`] of the SQL.
+    parameters: Vec<String>,
+    /// [`text::prepare`] of the SQL in each [`text::Placeholders`] style,
+    /// in [`style_index`] order.
+    prepared: [text::Prepared; 3],
+    /// Its single-row `VALUES` shape, when it has one ([`text::values_shape`]).
+    values: Option<text::ValuesShape>,
+}
+
+/// The place of `style` in [`Derived::prepared`].
+fn style_index(style: text::Placeholders) -> usize {
+    match style {
+        text::Placeholders::Dollar => 0,
+        text::Placeholders::Question => 1,
+        text::Placeholders::AtP => 2,
+    }
+}
+
+impl Statement {
+    /// The statement `name` at `origin` (`<file>:<line>`) with `sql`.
+    pub fn new(name: String, origin: String, sql: String) -> Statement {
+        use text::Placeholders::{AtP, Dollar, Question};
+        let derived = Derived {
+            parameters: text::parameters(&sql),
+            prepared: [Dollar, Question, AtP].map(|style| text::prepare(&sql, style)),
+            values: text::values_shape(&sql),
+        };
+        Statement { name, origin, sql, derived }
+    }
+
+    /// The parameters its SQL uses, each once, in order of first use
+    /// ([`text::parameters`]).
+    pub fn parameters(&self) -> &[String] {
+        &self.derived.parameters
+    }
+
+    /// Its SQL with `style`'s bind markers ([`text::prepare`]).
+    pub fn prepared(&self, style: text::Placeholders) -> &text::Prepared {
+        &self.derived.prepared[style_index(style)]
+    }
+
+    /// Its SQL as one `INSERT ... VALUES (tuple)` that setup repeats for
+    /// several rows ([`text::values_shape`]); `None` for another shape.
+    pub fn values_shape(&self) -> Option<&text::ValuesShape> {
+        self.derived.values.as_ref()
+    }
 }
 
 /// A dialect whose files hold every statement of the contract for the
@@ -175,7 +231,7 @@ impl Dialect {
                     continue;
                 }
                 let sql = block.sql.trim_end().to_owned();
-                statements.insert(block.name.clone(), Statement { name: block.name, origin, sql });
+                statements.insert(block.name.clone(), Statement::new(block.name, origin, sql));
             }
         }
         for (required, feature) in contract::required() {
@@ -270,7 +326,7 @@ impl Dialect {
     pub fn with_sql(&self, name: &str, sql: String) -> Dialect {
         let mut copy = self.clone();
         if let Some(s) = copy.statements.get_mut(name) {
-            s.sql = sql;
+            *s = Statement::new(std::mem::take(&mut s.name), std::mem::take(&mut s.origin), sql);
         }
         copy
     }
@@ -440,6 +496,23 @@ mod tests {
         fn drop(&mut self) {
             let _ = std::fs::remove_dir_all(&self.0);
         }
+    }
+
+    #[test]
+    fn a_statement_s_derived_forms_follow_its_sql_through_with_sql() {
+        let dialect = Dialect::load(&Source::Embedded, "sqlite").expect("loads");
+        let scan = dialect.find("reap_scan", Schema::Standard).expect("defined");
+        assert_eq!(
+            scan.prepared(text::Placeholders::Question),
+            &text::prepare(&scan.sql, text::Placeholders::Question)
+        );
+        assert_eq!(scan.parameters(), text::parameters(&scan.sql).as_slice());
+        assert!(dialect.find("insert_job", Schema::Standard).expect("defined").values_shape().is_some());
+        let mutant = dialect.with_sql("reap_scan", "SELECT id FROM jobs WHERE queue = :queue".to_owned());
+        let scan = mutant.find("reap_scan", Schema::Standard).expect("kept");
+        assert_eq!(scan.prepared(text::Placeholders::Dollar).sql, "SELECT id FROM jobs WHERE queue = $1");
+        assert_eq!(scan.parameters(), ["queue"]);
+        assert!(scan.values_shape().is_none());
     }
 
     #[test]

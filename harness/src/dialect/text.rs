@@ -225,15 +225,14 @@ pub struct NamedBlock {
     pub sql: String,
 }
 
-/// `sql`, a single-row `INSERT ... VALUES (<tuple>) [suffix]`, rewritten to
-/// insert `rows` rows: the tuple repeated, each copy's `:name` parameters
-/// renamed `:name__<row>` (row from 0), comments dropped. `None` when `sql`
-/// is not of that shape: no single top-level `VALUES` followed by one
-/// parenthesised tuple, a parameter outside the tuple (an `ON DUPLICATE KEY
-/// UPDATE owner = :owner` would bind one row's value for all), or more
-/// than one command. For setup rows sent in one statement (issue 22); a
-/// statement of another shape is sent once per row.
-pub fn repeat_values(sql: &str, rows: usize) -> Option<String> {
+/// `sql` taken apart as a single-row `INSERT ... VALUES (<tuple>)
+/// [suffix]`, comments dropped. `None` when `sql` is not of that shape: no
+/// single top-level `VALUES` followed by one parenthesised tuple, a
+/// parameter outside the tuple (an `ON DUPLICATE KEY UPDATE owner = :owner`
+/// would bind one row's value for all), or more than one command. For setup
+/// rows sent in one statement (issue 22); a statement of another shape is
+/// sent once per row.
+pub fn values_shape(sql: &str) -> Option<ValuesShape> {
     let pieces: Vec<Piece> = pieces(sql)
         .into_iter()
         .filter(|p| !matches!(p, Piece::Opaque(s) if s.starts_with("--") || s.starts_with("/*")))
@@ -309,22 +308,103 @@ pub fn repeat_values(sql: &str, rows: usize) -> Option<String> {
             tuple.push(Piece::Code(&s[from..]));
         }
     }
-    if !closed || suffix.trim().trim_end_matches(';').contains(';') || rows == 0 {
+    if !closed || suffix.trim().trim_end_matches(';').contains(';') {
         return None;
     }
-    let mut out = prefix.trim_start().to_owned();
+    let mut parts = Vec::with_capacity(tuple.len());
+    for piece in tuple {
+        parts.push(match piece {
+            Piece::Code(s) | Piece::Opaque(s) => TuplePart::Text(s.to_owned()),
+            Piece::Param(name) => TuplePart::Param(name.to_owned()),
+            Piece::Semicolon => return None,
+        });
+    }
+    let suffix = suffix.trim_end().trim_end_matches(';').to_owned();
+    Some(ValuesShape { prefix: prefix.trim_start().to_owned(), tuple: parts, suffix })
+}
+
+/// `sql`, a single-row `INSERT ... VALUES (<tuple>) [suffix]`, rewritten to
+/// insert `rows` rows: the tuple repeated, each copy's `:name` parameters
+/// renamed `:name__<row>` (row from 0), comments dropped. `None` when `sql`
+/// is not of that shape ([`values_shape`]) or `rows` is 0.
+pub fn repeat_values(sql: &str, rows: usize) -> Option<String> {
+    let shape = values_shape(sql)?;
+    let mut out = shape.prefix.clone();
     for row in 0..rows {
         out.push_str(if row == 0 { " " } else { ",\n       " });
-        for piece in &tuple {
-            match piece {
-                Piece::Code(s) | Piece::Opaque(s) => out.push_str(s),
-                Piece::Param(name) => out.push_str(&format!(":{name}__{row}")),
-                Piece::Semicolon => return None,
+        for part in &shape.tuple {
+            match part {
+                TuplePart::Text(s) => out.push_str(s),
+                TuplePart::Param(name) => out.push_str(&format!(":{name}__{row}")),
             }
         }
     }
-    out.push_str(suffix.trim_end().trim_end_matches(';'));
-    Some(out)
+    out.push_str(&shape.suffix);
+    (rows > 0).then_some(out)
+}
+
+/// A single-row `INSERT ... VALUES (<tuple>) [suffix]` taken apart once, so
+/// that a setup batch of any size is written without parsing again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValuesShape {
+    /// Up to and including `VALUES`.
+    prefix: String,
+    /// The parenthesised tuple, parentheses included.
+    tuple: Vec<TuplePart>,
+    /// After the tuple, without a closing `;`.
+    suffix: String,
+}
+
+/// A piece of [`ValuesShape::tuple`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum TuplePart {
+    /// SQL text, written as is.
+    Text(String),
+    /// A `:name` parameter.
+    Param(String),
+}
+
+impl ValuesShape {
+    /// [`repeat_values`] of `rows` rows, then [`prepare`]d for `style`, in
+    /// one pass: the SQL and, per bind position, the row (from 0) and the
+    /// parameter it takes. In the numbered styles a name used twice in a
+    /// row reuses its number, as [`prepare`] does.
+    pub fn prepare(&self, rows: usize, style: Placeholders) -> (String, Vec<(usize, &str)>) {
+        use std::fmt::Write as _;
+        let mut out = self.prefix.clone();
+        let mut binds: Vec<(usize, &str)> = Vec::new();
+        for row in 0..rows {
+            out.push_str(if row == 0 { " " } else { ",\n       " });
+            let first = binds.len();
+            for part in &self.tuple {
+                let name = match part {
+                    TuplePart::Text(s) => {
+                        out.push_str(s);
+                        continue;
+                    }
+                    TuplePart::Param(name) => name.as_str(),
+                };
+                if style == Placeholders::Question {
+                    binds.push((row, name));
+                    out.push('?');
+                    continue;
+                }
+                let number = match binds[first..].iter().position(|(_, n)| *n == name) {
+                    Some(at) => first + at + 1,
+                    None => {
+                        binds.push((row, name));
+                        binds.len()
+                    }
+                };
+                let _ = match style {
+                    Placeholders::Dollar => write!(out, "${number}"),
+                    _ => write!(out, "@P{number}"),
+                };
+            }
+        }
+        out.push_str(&self.suffix);
+        (out, binds)
+    }
 }
 
 /// How many whole lines at the start of `sql` hold no SQL (blank, or a
@@ -405,6 +485,21 @@ mod tests {
     #[test]
     fn finds_parameters_outside_strings_comments_and_casts() {
         assert_eq!(parameters(SQL), vec!["id", "now"]);
+    }
+
+    #[test]
+    fn a_values_shape_prepares_a_batch_as_repeating_then_preparing_would() {
+        let sql = "-- rows\nINSERT INTO t (a, b, c) VALUES (:a, coalesce(:b, :a), ':x') ON CONFLICT DO NOTHING;\n";
+        let shape = values_shape(sql).expect("the single-tuple shape");
+        for style in [Placeholders::Question, Placeholders::Dollar, Placeholders::AtP] {
+            let expected = prepare(&repeat_values(sql, 3).expect("repeats"), style);
+            let (batch, binds) = shape.prepare(3, style);
+            assert_eq!(batch, expected.sql, "{style:?}");
+            let named: Vec<String> = binds.iter().map(|(row, name)| format!("{name}__{row}")).collect();
+            assert_eq!(named, expected.binds, "{style:?}");
+        }
+        assert_eq!(shape.prepare(2, Placeholders::Dollar).0.matches("$3").count(), 2, "row 1 reuses its own `:a`");
+        assert_eq!(values_shape("INSERT INTO t (a) VALUES (:a), (:a)"), None);
     }
 
     #[test]
