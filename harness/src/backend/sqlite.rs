@@ -228,8 +228,9 @@ impl SqliteConn {
         });
         let Some(joined) = super::cancel::bounded(None, running).await else {
             // Past the client-side limit, waiting on a lock: the thread
-            // keeps the connection and drops it when the wait ends.
-            self.watch.deadline.store(0, Ordering::Relaxed);
+            // keeps the connection and drops it when the wait ends. The
+            // deadline stays, so the progress handler stops the statement
+            // if it gets the lock and runs.
             return Err(BackendError::timed_out());
         };
         let (db, done) = joined.map_err(|e| BackendError::new(BackendErrorKind::Connection, e.to_string()))?;
