@@ -78,7 +78,7 @@ impl<'a> SqlEngine<'a> {
     /// which on PostgreSQL and MariaDB waits for the disk each time: a
     /// 1,001-row scenario took 500 ms instead of 100 ms. Within it,
     /// consecutive rows of one statement are sent as one multi-row INSERT
-    /// when its SQL has the single-tuple shape ([`text::repeat_values`]; at
+    /// when its SQL has the single-tuple shape ([`text::values_shape`]; at
     /// most [`MAX_BATCH_ROWS`] rows and [`MAX_BATCH_BINDS`] values each):
     /// one round trip instead of one per row; the log still has an entry
     /// per row. Only setup is grouped; every step runs as the queue would
@@ -356,7 +356,7 @@ impl SqlEngine<'_> {
 
     /// Sends the pending setup rows: one multi-row INSERT per
     /// [`MAX_BATCH_ROWS`] / [`MAX_BATCH_BINDS`] when the statement's SQL
-    /// can be repeated ([`text::repeat_values`]), else one INSERT per row.
+    /// can be repeated ([`text::ValuesShape::prepare`]), else one INSERT per row.
     /// Each row is logged as sent; a failed batch logs each of its rows
     /// failed, ends the transaction and returns the error.
     async fn flush(&mut self) -> Result<(), EngineError> {

@@ -326,8 +326,11 @@ pub fn values_shape(sql: &str) -> Option<ValuesShape> {
 /// `sql`, a single-row `INSERT ... VALUES (<tuple>) [suffix]`, rewritten to
 /// insert `rows` rows: the tuple repeated, each copy's `:name` parameters
 /// renamed `:name__<row>` (row from 0), comments dropped. `None` when `sql`
-/// is not of that shape ([`values_shape`]) or `rows` is 0.
-pub fn repeat_values(sql: &str, rows: usize) -> Option<String> {
+/// is not of that shape ([`values_shape`]) or `rows` is 0. The tests'
+/// readable form of a batch, and the oracle of [`ValuesShape::prepare`],
+/// which is what setup sends.
+#[cfg(test)]
+fn repeat_values(sql: &str, rows: usize) -> Option<String> {
     let shape = values_shape(sql)?;
     let mut out = shape.prefix.clone();
     for row in 0..rows {
@@ -365,8 +368,9 @@ enum TuplePart {
 }
 
 impl ValuesShape {
-    /// [`repeat_values`] of `rows` rows, then [`prepare`]d for `style`, in
-    /// one pass: the SQL and, per bind position, the row (from 0) and the
+    /// The tuple repeated for `rows` rows, each copy's parameters its own,
+    /// with `style`'s bind markers (as [`prepare`] writes them), in one
+    /// pass: the SQL and, per bind position, the row (from 0) and the
     /// parameter it takes. In the numbered styles a name used twice in a
     /// row reuses its number, as [`prepare`] does.
     pub fn prepare(&self, rows: usize, style: Placeholders) -> (String, Vec<(usize, &str)>) {
