@@ -77,7 +77,10 @@ impl PrivatePostgres {
                 .stdout(Stdio::null())
                 .status()
                 .expect("pg_ctl runs");
-        assert!(started.success(), "pg_ctl start failed; see {log}");
+        // The folder, log included, is removed on drop: the log goes into
+        // the message, so a failed start says why.
+        let why = || std::fs::read_to_string(&log).unwrap_or_else(|e| format!("(no log at {log}: {e})"));
+        assert!(started.success(), "pg_ctl start failed on port {}; its log:\n{}", self.port, why());
     }
 
     /// Stops the server at once, as a crash would.
