@@ -333,6 +333,53 @@ fn fuzz_through_an_adapter_agrees_on_the_reference_and_shrinks_a_broken_one() {
 }
 
 #[test]
+fn a_streamed_adapter_gets_requests_ahead_of_replies_but_never_a_token_that_waits_on_a_claim() {
+    let bin = toml_string(env!("CARGO_BIN_EXE_reapcheck"));
+    let proxy = toml_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/adapters/proxy/streams.py"));
+    // The proxy holds its replies until five requests are in: a client
+    // that waited for each reply would hang here, and fail in 20 s.
+    let config = format!(
+        "scenarios = [\"s\"]\n\n[adapters.streams]\ncommand = [\"python3\", {proxy}, {bin}, \"adapter\", \"serve\", \
+         \"--db\", \"sqlite\"]\ndatabase = \"sqlite\"\ntimeout_seconds = 20\n"
+    );
+    let project = Project::new("streams", &config);
+    std::fs::create_dir_all(project.path().join("s")).unwrap();
+    let scenario = "description: Two claims, each with a heartbeat on its attempt, then a reap.\n\
+                    now: 2026-01-15T12:00:00Z\nclasses:\n  Work: { timeout: 60 }\n\
+                    jobs:\n  - { id: a, class: Work }\n  - { id: b, class: Work }\n\
+                    steps:\n  - claim: a\n  - heartbeat: a\n  - claim: b\n  - heartbeat: b\n  - advance: 10s\n  - reap\n";
+    std::fs::write(project.path().join("s/beat-after-claim.yaml"), scenario).unwrap();
+    let o = reapcheck_in(project.path(), &["run", "--db", "adapter:streams"]);
+    let out = stdout(&o);
+    // The proxy's `not_claimable` for a is not the model's `claimed`.
+    assert_eq!(counts(&out, "adapter:streams"), (0, 1, 0), "{out}");
+    assert!(!out.contains("hung"), "{out}");
+    let requests = std::fs::read_to_string(project.path().join("requests")).expect("requests logged");
+    // Each heartbeat on a latest attempt waited for its claim's reply: a's
+    // claimed nothing, so it was answered `fenced` without a request; b's
+    // claimed, so it went with b's label.
+    let expected = [
+        "handshake",
+        "setup",
+        "clock",
+        "read",
+        "claim a a/1",
+        "read",
+        "read",
+        "claim b b/1",
+        "read",
+        "heartbeat b b/1",
+        "read",
+        "clock",
+        "read",
+        "reap",
+        "read",
+        "teardown",
+    ];
+    assert_eq!(requests.lines().collect::<Vec<_>>(), expected, "{out}");
+}
+
+#[test]
 fn an_exception_reply_that_echoes_a_password_is_shown_redacted() {
     let config =
         "[adapters.leak]\ncommand = [\"sh\", \"moded.sh\"]\ndatabase = \"sqlite\"\nenv = { MODE = \"leak\" }\n";

@@ -8,15 +8,14 @@
 //! own [`ClientErrorKind`], whose message names the adapter, the request
 //! (op and seq) and the offending line.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::process::{AdapterProcess, ProcessError, Spawn, StderrTail};
-use super::protocol::{
-    self, Body, Empty, ErrorBody, ErrorKind, Handshake, HandshakeResult, Op, OpResult, Reply, Request,
-};
+use super::protocol::{self, Body, ErrorBody, ErrorKind, Handshake, HandshakeResult, Op, OpResult, Reply, Request};
 use crate::redact;
 
 /// The hint for a stdout line that is not a reply.
@@ -127,7 +126,10 @@ pub enum ClientErrorKind {
     Io(String),
 }
 
-/// A running adapter that is spoken to one request at a time.
+/// A running adapter: requests are sent ([`Client::send`]) and their
+/// replies taken ([`Client::receive`]) in order, one at a time
+/// ([`Client::request`]) or, to an adapter that accepts it, several
+/// sent ahead of their replies.
 pub struct Client {
     name: String,
     process: AdapterProcess,
@@ -135,8 +137,10 @@ pub struct Client {
     timeout: Duration,
     secrets: Vec<String>,
     log: Vec<Exchange>,
-    /// A `read` sent ahead whose reply has not been read yet.
-    ahead: Option<Sent>,
+    /// The request lines sent and not yet written to the adapter.
+    outgoing: Vec<u8>,
+    /// The requests sent whose replies have not been taken, oldest first.
+    pending: VecDeque<(Sent, Op)>,
 }
 
 /// A request sent: its `seq` and where its exchange is in the log.
@@ -168,7 +172,8 @@ impl Client {
             timeout,
             secrets: Vec::new(),
             log: Vec::new(),
-            ahead: None,
+            outgoing: Vec::new(),
+            pending: VecDeque::new(),
         })
     }
 
@@ -234,50 +239,72 @@ impl Client {
         }
     }
 
-    /// Sends `op` as the next request and waits for its reply. A `read`
-    /// sent ahead ([`Client::request_then_read`]) is not sent again: `op`
-    /// a `read` gets that one's reply; any other `op` is sent after that
-    /// reply came (and was checked, then set aside).
+    /// Sends `op` as the next request and waits for its reply, after
+    /// taking (and checking) the replies to the requests sent before it.
     ///
     /// # Errors
     ///
-    /// Every protocol violation, an exit, a crash or a hang. The process
-    /// is unusable afterwards: the caller starts a new one.
+    /// Every protocol violation, an exit, a crash or a hang, of `op` or
+    /// of a request before it. The process is unusable afterwards: the
+    /// caller starts a new one.
     pub async fn request(&mut self, op: Op) -> Result<Answer, ClientError> {
-        if let Some(ahead) = self.ahead.take() {
-            let read = self.receive(ahead, &Op::Read(Empty {})).await?;
-            if matches!(op, Op::Read(_)) {
-                return Ok(read);
-            }
-        }
-        let (sent, line) = self.number(&op);
-        if let Err(e) = self.process.send(&line).await {
-            return Err(self.error(&op, sent.seq, process_kind(e, self.timeout), None));
-        }
-        self.receive(sent, &op).await
+        self.drain().await?;
+        self.send(op);
+        self.receive().await
     }
 
-    /// Sends `op` and, right behind it, a `read`, without waiting in
-    /// between (for an adapter whose handshake declares `pipelined`); waits
-    /// for `op`'s reply only. The `read`'s reply is the next
-    /// [`Client::request`]'s: a `read` gets it, anything else waits for it
-    /// first. Both exchanges are recorded in order, each reply checked as
-    /// any other.
+    /// Sends `op` as the next request without waiting for any reply: its
+    /// line is written with the next [`Client::receive`], together with
+    /// every other line sent by then, and its reply is taken in turn.
+    /// Only for what the adapter accepts ahead of its replies
+    /// (docs/adapter-protocol.md, "Pipelined reads" and "Streamed
+    /// requests").
+    pub fn send(&mut self, op: Op) {
+        let (sent, line) = self.number(&op);
+        self.outgoing.extend_from_slice(line.as_bytes());
+        self.outgoing.push(b'\n');
+        self.pending.push_back((sent, op));
+    }
+
+    /// How many requests were sent whose replies have not been taken.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// The reply to the oldest request sent and not yet answered, checked
+    /// and decoded, while the lines sent after it are written.
     ///
     /// # Errors
     ///
-    /// As [`Client::request`], for `op`.
-    pub async fn request_then_read(&mut self, op: Op) -> Result<Answer, ClientError> {
-        if let Some(ahead) = self.ahead.take() {
-            self.receive(ahead, &Op::Read(Empty {})).await?;
+    /// As [`Client::request`]; [`ClientErrorKind::Io`] when nothing was
+    /// sent that waits for a reply.
+    pub async fn receive(&mut self) -> Result<Answer, ClientError> {
+        let Some((sent, op)) = self.pending.pop_front() else {
+            let kind = ClientErrorKind::Io("no request waits for a reply (reapcheck's own error)".into());
+            return Err(ClientError { adapter: self.name.clone(), op: "(none)", seq: self.seq, line: None, kind });
+        };
+        let reply = match self.process.exchange(&mut self.outgoing, self.timeout).await {
+            Ok(reply) => reply,
+            Err(e) => return Err(self.error(&op, sent.seq, process_kind(e, self.timeout), None)),
+        };
+        let shown = self.redact(&reply);
+        if let Some(exchange) = self.log.get_mut(sent.exchange) {
+            exchange.reply = Some(shown);
         }
-        let (sent, line) = self.number(&op);
-        let (read, read_line) = self.number(&Op::Read(Empty {}));
-        if let Err(e) = self.process.send(&format!("{line}\n{read_line}")).await {
-            return Err(self.error(&op, sent.seq, process_kind(e, self.timeout), None));
+        decode(sent.seq, &op, &reply).map_err(|kind| self.error(&op, sent.seq, kind, Some(&reply)))
+    }
+
+    /// Takes the replies to every request sent and not yet answered, each
+    /// checked as any other (an error reply is an answer, not an error).
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::receive`], for the first that breaks the protocol.
+    pub async fn drain(&mut self) -> Result<(), ClientError> {
+        while !self.pending.is_empty() {
+            self.receive().await?;
         }
-        self.ahead = Some(read);
-        self.receive(sent, &op).await
+        Ok(())
     }
 
     /// The next `seq` for `op`, its line, and its exchange recorded.
@@ -286,20 +313,6 @@ impl Client {
         let line = Request::line_of(self.seq, op);
         self.log.push(Exchange { request: self.redact(&line), reply: None });
         (Sent { seq: self.seq, exchange: self.log.len() - 1 }, line)
-    }
-
-    /// Waits for the reply to `sent` (a request of `op`), records it and
-    /// decodes it.
-    async fn receive(&mut self, sent: Sent, op: &Op) -> Result<Answer, ClientError> {
-        let reply = match self.process.receive(self.timeout).await {
-            Ok(reply) => reply,
-            Err(e) => return Err(self.error(op, sent.seq, process_kind(e, self.timeout), None)),
-        };
-        let shown = self.redact(&reply);
-        if let Some(exchange) = self.log.get_mut(sent.exchange) {
-            exchange.reply = Some(shown);
-        }
-        decode(sent.seq, op, &reply).map_err(|kind| self.error(op, sent.seq, kind, Some(&reply)))
     }
 
     fn error(&self, op: &Op, seq: u64, kind: ClientErrorKind, line: Option<&str>) -> ClientError {
@@ -457,7 +470,7 @@ mod tests {
 
     #[cfg(unix)]
     #[tokio::test]
-    async fn a_read_sent_ahead_goes_with_its_request_and_its_reply_is_the_next_reads() {
+    async fn requests_sent_together_go_in_one_write_and_are_answered_in_turn() {
         // This adapter reads two lines before it answers either: it only
         // answers when the read comes right behind the clock.
         let both = r#"read a; read b
@@ -467,10 +480,14 @@ read c
 echo '{"seq":3,"reply":"ok","result":{}}'"#;
         let mut c = Client::start("ahead", &sh(both), Duration::from_secs(5)).unwrap();
         let now = protocol::instant::parse("2026-01-15T12:00:00.000000Z").unwrap();
-        let clock = c.request_then_read(Op::Clock(protocol::ClockArgs { now })).await.unwrap();
+        c.send(Op::Clock(protocol::ClockArgs { now }));
+        c.send(read());
+        assert_eq!(c.pending(), 2);
+        let clock = c.receive().await.unwrap();
         assert!(matches!(clock, Answer::Ok(OpResult::Clock(_))), "{clock:?}");
-        let read = c.request(read()).await.unwrap();
+        let read = c.receive().await.unwrap();
         assert!(matches!(read, Answer::Ok(OpResult::Read(_))), "{read:?}");
+        assert_eq!(c.pending(), 0);
         let teardown = c.request(Op::Teardown(Empty {})).await.unwrap();
         assert_eq!(teardown, Answer::Ok(OpResult::Teardown));
         let log = c.take_log();
@@ -482,7 +499,7 @@ echo '{"seq":3,"reply":"ok","result":{}}'"#;
 
     #[cfg(unix)]
     #[tokio::test]
-    async fn a_request_after_a_read_sent_ahead_waits_for_and_checks_its_reply() {
+    async fn a_request_after_requests_sent_ahead_waits_for_and_checks_their_replies() {
         // The reply to the read sent ahead echoes the wrong seq: the next
         // request reports it, as the read's, before anything is sent.
         let wrong = r#"read a; read b
@@ -491,7 +508,9 @@ echo '{"seq":7,"reply":"ok","result":{"jobs":[],"leases":[],"hooks":[]}}'
 read c; echo never"#;
         let mut c = Client::start("wrong", &sh(wrong), Duration::from_secs(5)).unwrap();
         let reap = Op::Reap(protocol::ReapArgs { timeout: None, queues: None });
-        assert!(matches!(c.request_then_read(reap).await.unwrap(), Answer::Ok(OpResult::Reap(_))));
+        c.send(reap);
+        c.send(read());
+        assert!(matches!(c.receive().await.unwrap(), Answer::Ok(OpResult::Reap(_))));
         let e = c.request(Op::Teardown(Empty {})).await.unwrap_err();
         assert!(matches!(e.kind, ClientErrorKind::WrongSeq { expected: 2, .. }), "{e}");
         assert_eq!((e.op, e.seq), ("read", 2), "{e}");

@@ -8,12 +8,14 @@
 //!   SQL behind the protocol (`reapcheck adapter serve`).
 //! - [`check`]: `reapcheck adapter check -- CMD`, a fixed script that
 //!   validates an adapter's every reply.
-//! - [`process`], [`client`], [`target`]: running an adapter as a target of
-//!   `reapcheck run` (the child process, the request/reply client, and the
-//!   target that plays scenarios through it).
+//! - [`process`], [`client`], `play`, [`target`]: running an adapter as a
+//!   target of `reapcheck run` (the child process, the request/reply
+//!   client, one scenario's requests and replies, and the target that
+//!   plays scenarios through it and judges them).
 
 pub mod check;
 pub mod client;
+mod play;
 pub mod process;
 pub mod protocol;
 pub mod serve;

@@ -212,6 +212,52 @@ impl AdapterProcess {
         }
     }
 
+    /// Writes `outgoing` (request lines, each ending in a newline) to
+    /// stdin while it reads one line from stdout, both within `limit`; the
+    /// line, without its newline. What was written is taken off the front
+    /// of `outgoing`: a reply that comes before all of it was written
+    /// leaves the rest for the next call. So many requests can be written
+    /// ahead without a deadlock: no write waits on replies nobody reads,
+    /// and no reply waits on a write. On a timeout the process group is
+    /// killed.
+    ///
+    /// # Errors
+    ///
+    /// As [`AdapterProcess::receive`]; [`ProcessError::Ended`] when stdin
+    /// is closed (the adapter ended) with bytes still to write.
+    pub async fn exchange(&mut self, outgoing: &mut Vec<u8>, limit: Duration) -> Result<String, ProcessError> {
+        let (stdin, stdout) = (&mut self.stdin, &mut self.stdout);
+        let mut written = 0;
+        let work = async {
+            let read = read_line(stdout);
+            tokio::pin!(read);
+            loop {
+                tokio::select! {
+                    biased;
+                    w = write_some(stdin, &outgoing[written..]), if written < outgoing.len() => match w {
+                        Ok(n) => written += n,
+                        Err(e) => return Err(e),
+                    },
+                    line = &mut read => return line,
+                }
+            }
+        };
+        let result = tokio::time::timeout(limit, work).await;
+        outgoing.drain(..written);
+        match result {
+            Err(_) => {
+                self.kill().await;
+                Err(ProcessError::Timeout(limit))
+            }
+            Ok(Ok(Some(line))) => Ok(line),
+            Ok(Ok(None)) => Err(ProcessError::Ended(self.status_soon().await)),
+            Ok(Err(ProcessError::Io(e))) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                Err(ProcessError::Ended(self.status_soon().await))
+            }
+            Ok(Err(e)) => Err(e),
+        }
+    }
+
     /// The exit status if the process ends within a moment (its stdout
     /// closed, so it is on its way out).
     async fn status_soon(&mut self) -> Option<ExitStatus> {
@@ -265,6 +311,20 @@ impl Drop for AdapterProcess {
 fn program_path(program: &str, cwd: &Path) -> PathBuf {
     let path = Path::new(program);
     if path.is_relative() && program.contains('/') { cwd.join(path) } else { path.to_owned() }
+}
+
+/// One write of (a prefix of) `bytes` to `stdin`: how many went.
+///
+/// # Errors
+///
+/// [`ProcessError::Ended`] when stdin is closed; a broken pipe (the
+/// adapter ended) as an [`std::io::ErrorKind::BrokenPipe`] I/O error.
+async fn write_some(stdin: &mut Option<ChildStdin>, bytes: &[u8]) -> Result<usize, ProcessError> {
+    let Some(stdin) = stdin.as_mut() else { return Err(ProcessError::Ended(None)) };
+    match stdin.write(bytes).await? {
+        0 => Err(std::io::Error::from(std::io::ErrorKind::BrokenPipe).into()),
+        n => Ok(n),
+    }
 }
 
 /// Reads one `\n`-terminated line of at most [`MAX_LINE_BYTES`]; `None` at
@@ -369,6 +429,25 @@ mod tests {
         assert_eq!(line, "hello from-config America/New_York");
         let status = p.close().await;
         assert_eq!(status.and_then(|s| s.code()), Some(0));
+    }
+
+    #[tokio::test]
+    async fn requests_written_ahead_past_the_pipes_do_not_wait_on_replies_nobody_reads() {
+        // `cat` answers each line at once. 4 MiB of lines written before
+        // any reply is read would fill both pipes (64 KiB each here) and
+        // leave each side waiting on the other.
+        let mut p = AdapterProcess::spawn(&sh("exec cat")).unwrap();
+        let lines = 40_000;
+        let mut outgoing = Vec::new();
+        for i in 0..lines {
+            outgoing.extend_from_slice(format!("{i:0>100}\n").as_bytes());
+        }
+        for i in 0..lines {
+            let line = p.exchange(&mut outgoing, Duration::from_secs(120)).await.unwrap();
+            assert_eq!(line, format!("{i:0>100}"));
+        }
+        assert!(outgoing.is_empty());
+        p.kill().await;
     }
 
     #[tokio::test]

@@ -581,6 +581,12 @@ pub struct Capabilities {
     /// docs/adapter-protocol.md, "Pipelined reads").
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pipelined: bool,
+    /// Whether reapcheck may send every request of a scenario whose
+    /// content it knows before the replies to the ones before it (default
+    /// false; implies `pipelined`; docs/adapter-protocol.md, "Streamed
+    /// requests").
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub streamed: bool,
     /// Whether the adapter sets its queue's time zone from each `setup`'s
     /// `app_time_zone` itself (default false: reapcheck starts the process
     /// with `TZ` set to it, and a new process when the next scenario needs
