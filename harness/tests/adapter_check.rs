@@ -53,6 +53,29 @@ fn the_reference_adapter_passes() {
 }
 
 #[test]
+fn a_streamed_adapter_is_checked_with_its_requests_sent_ahead() {
+    // The proxy answers nothing of a scenario until five requests are in:
+    // a check that waited for each reply would time out on the setup.
+    let dir = std::env::temp_dir().join(format!("reapcheck-check-streamed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let proxy = manifest_dir().join("tests/adapters/proxy/streams.py");
+    let o = Command::new(env!("CARGO_BIN_EXE_reapcheck"))
+        .args(["adapter", "check", "--timeout-seconds", "20", "--", "python3", "-B"])
+        .arg(&proxy)
+        .args([env!("CARGO_BIN_EXE_reapcheck"), "adapter", "serve", "--db", "sqlite"])
+        .current_dir(&dir)
+        .output()
+        .expect("reapcheck runs");
+    let (out, err) = text(&o);
+    let requests = std::fs::read_to_string(dir.join("requests")).unwrap_or_default();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
+    assert!(out.contains("the handshake declares `streamed`: the 9 requests after it are sent at once"), "{out}");
+    assert_eq!(out.lines().filter(|l| l.starts_with("< ")).count(), 10, "{out}");
+    assert_eq!(requests.lines().count(), 10, "{requests}");
+}
+
+#[test]
 fn the_minimal_correct_adapter_passes() {
     let o = broken("common");
     let (out, err) = text(&o);

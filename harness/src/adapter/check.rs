@@ -13,6 +13,10 @@
 //! 5. the handshake picks a version reapcheck offered, and `clock` reads
 //!    the instant it was set to.
 //!
+//! To an adapter whose handshake declares `streamed`, every request after
+//! the handshake is sent at once, and the replies are checked in turn as
+//! they come (docs/adapter-protocol.md, "Streamed requests").
+//!
 //! An `error` reply of kind `unsupported`, `refused` or `indefinite` is a
 //! valid reply (the queue may not support a step), except to the handshake,
 //! where nothing can follow it. An `exception` is not: the adapter's own
@@ -328,17 +332,20 @@ pub async fn check(
         Err(e) => return Err(fail(&requests[0], 1, e.to_string(), None, Vec::new())),
     };
     let mut line_number = 0;
-    for request in &requests {
+    // The request lines not yet written: one at a time, unless the
+    // handshake declares `streamed` (then all of the rest at once).
+    let mut outgoing = Vec::new();
+    let mut streamed = false;
+    for (index, request) in requests.iter().enumerate() {
         let sent = request.to_line();
         let _ = writeln!(out, "> {}", hide(&sent));
         let _ = out.flush();
         line_number += 1;
-        if let Err(e) = process.send(&sent).await {
-            let what = format!("the request could not be sent: the adapter {}", ended(&e));
-            process.kill().await;
-            return Err(fail(request, line_number, what, None, process.stderr().lines()));
+        if !streamed {
+            outgoing.extend_from_slice(sent.as_bytes());
+            outgoing.push(b'\n');
         }
-        let line = match process.receive(timeout).await {
+        let line = match process.exchange(&mut outgoing, timeout).await {
             Ok(line) => line,
             Err(e) => {
                 let what = match e {
@@ -354,11 +361,26 @@ pub async fn check(
         };
         let _ = writeln!(out, "< {}", hide(&line));
         let _ = out.flush();
-        let checked = validate_reply(request, &line).and_then(|reply| exercised(request, &reply, &on));
-        if let Err(what) = checked {
-            process.kill().await;
-            let stderr = process.stderr().lines().iter().map(|l| hide(l)).collect();
-            return Err(fail(request, line_number, hide(&what), Some(hide(&line)), stderr));
+        let checked = validate_reply(request, &line).and_then(|reply| exercised(request, &reply, &on).map(|()| reply));
+        let reply = match checked {
+            Ok(reply) => reply,
+            Err(what) => {
+                process.kill().await;
+                let stderr = process.stderr().lines().iter().map(|l| hide(l)).collect();
+                return Err(fail(request, line_number, hide(&what), Some(hide(&line)), stderr));
+            }
+        };
+        if index == 0 && declares_streamed(&reply) {
+            streamed = true;
+            for rest in &requests[1..] {
+                outgoing.extend_from_slice(rest.to_line().as_bytes());
+                outgoing.push(b'\n');
+            }
+            let _ = writeln!(
+                out,
+                "(the handshake declares `streamed`: the {} requests after it are sent at once, each reply checked in turn)",
+                requests.len() - 1
+            );
         }
     }
     process.close().await;
@@ -383,6 +405,15 @@ fn exercised(request: &Request, reply: &Reply, on: &str) -> Result<(), String> {
             e.message
         )),
         _ => Ok(()),
+    }
+}
+
+/// Whether a handshake's `ok` reply declares `capabilities.streamed`
+/// (docs/adapter-protocol.md, "Streamed requests").
+fn declares_streamed(reply: &Reply) -> bool {
+    match &reply.body {
+        Body::Ok(ok) => ok.result.pointer("/capabilities/streamed") == Some(&Value::Bool(true)),
+        Body::Error(_) => false,
     }
 }
 

@@ -1,13 +1,13 @@
-"""A proxy adapter for harness/tests/adapter_run.rs, in front of the
-adapter named by its arguments (the reference adapter, which declares
-`streamed`). It appends each request's `op` to `requests` in its working
-folder (with the job, for a request about one). Of each scenario it
-answers nothing until it holds the first five requests (setup, clock,
-read, the first step and its read): only a client that sends them ahead
-of the replies gets past that. It answers a `claim` of job `a`
-`not_claimable`, so a later worker step on a's latest attempt has no
-label and is never sent; a claim of any other job claims it, so a worker
-step on its latest attempt is sent with the label that claim gave."""
+"""A proxy adapter for harness/tests/adapter_run.rs and adapter_check.rs,
+in front of the adapter named by its arguments (the reference adapter,
+which declares `streamed`). It appends each request's `op` to `requests`
+in its working folder (with the job and token, for a request about one).
+Of each scenario it answers nothing until it holds the first five
+requests (from `setup` on): only a client that sends them ahead of the
+replies gets past that. It answers a `claim` of job `a` `not_claimable`,
+so a later worker step on a's latest attempt has no label and is never
+sent; a claim of any other job claims it, so a worker step on its latest
+attempt is sent with the label that claim gave."""
 
 import json
 import subprocess
