@@ -14,11 +14,14 @@ fn main() {
     let commit = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|| "unknown".to_owned());
     println!("cargo::rustc-env=REAPCHECK_COMMIT={commit}");
     // A new commit moves HEAD or the branch it names (loose or packed).
+    // In a worktree (`git worktree add`) HEAD is in its own folder and the
+    // branches in the common one.
     if let Some(dir) = git(&["rev-parse", "--absolute-git-dir"]) {
         println!("cargo::rerun-if-changed={dir}/HEAD");
-        println!("cargo::rerun-if-changed={dir}/packed-refs");
+        let common = git(&["rev-parse", "--path-format=absolute", "--git-common-dir"]).unwrap_or(dir);
+        println!("cargo::rerun-if-changed={common}/packed-refs");
         if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"]) {
-            println!("cargo::rerun-if-changed={dir}/{branch}");
+            println!("cargo::rerun-if-changed={common}/{branch}");
         }
     }
 }
