@@ -380,6 +380,45 @@ fn a_streamed_adapter_gets_requests_ahead_of_replies_but_never_a_token_that_wait
 }
 
 #[test]
+fn a_protocol_break_after_an_unsupported_reply_fails_the_scenario_it_would_have_skipped() {
+    let bin = toml_string(env!("CARGO_BIN_EXE_reapcheck"));
+    let proxy = toml_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/adapters/proxy/unsupported_then_junk.py"));
+    let config = format!(
+        "[adapters.junk]\ncommand = [\"python3\", {proxy}, {bin}, \"adapter\", \"serve\", \"--db\", \"sqlite\"]\n\
+         database = \"sqlite\"\n"
+    );
+    let project = Project::new("unsupported-then-junk", &config);
+    let o =
+        reapcheck_in(project.path(), &["run", "--db", "adapter:junk", "--exact", "grace/beat-stamped-before-claim"]);
+    let out = stdout(&o);
+    assert_eq!(counts(&out, "adapter:junk"), (0, 1, 0), "{out}");
+    assert!(out.contains("read (seq"), "the read sent behind the reap is named:\n{out}");
+    assert!(out.contains("logs belong on stderr"), "{out}");
+}
+
+#[test]
+fn a_scenario_over_a_megabyte_a_line_passes_through_the_reference_adapter() {
+    // 4,000 rows: a setup line and `read` replies of about 1.2 MB each,
+    // over the protocol's old 1 MiB limit.
+    let bin = toml_string(env!("CARGO_BIN_EXE_reapcheck"));
+    let config = format!(
+        "scenarios = [\"s\"]\n\n[adapters.ref]\ncommand = [{bin}, \"adapter\", \"serve\", \"--db\", \"sqlite\"]\n\
+         database = \"sqlite\"\n"
+    );
+    let project = Project::new("big-lines", &config);
+    std::fs::create_dir_all(project.path().join("s")).unwrap();
+    let scenario = "description: Four thousand live jobs and one dead one, reaped once.\n\
+                    now: 2026-01-15T12:00:00Z\nclasses:\n  Work: { timeout: 60 }\n\
+                    jobs:\n  - { id: live-, count: 4000, class: Work, status: processing, claimed: -10s }\n\
+                    \x20 - { id: dead, class: Work, status: processing, claimed: -2m }\n\
+                    steps:\n  - reap\n";
+    std::fs::write(project.path().join("s/many-live.yaml"), scenario).unwrap();
+    let o = reapcheck_in(project.path(), &["run", "--db", "adapter:ref"]);
+    let out = stdout(&o);
+    assert_eq!(counts(&out, "adapter:ref"), (1, 0, 0), "{out}");
+}
+
+#[test]
 fn an_exception_reply_that_echoes_a_password_is_shown_redacted() {
     let config =
         "[adapters.leak]\ncommand = [\"sh\", \"moded.sh\"]\ndatabase = \"sqlite\"\nenv = { MODE = \"leak\" }\n";

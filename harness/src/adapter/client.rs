@@ -15,7 +15,9 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::process::{AdapterProcess, ProcessError, Spawn, StderrTail};
-use super::protocol::{self, Body, ErrorBody, ErrorKind, Handshake, HandshakeResult, Op, OpResult, Reply, Request};
+use super::protocol::{
+    self, Body, ErrorBody, ErrorKind, Handshake, HandshakeResult, MAX_LINE_BYTES, Op, OpResult, Reply, Request,
+};
 use crate::redact;
 
 /// The hint for a stdout line that is not a reply.
@@ -86,7 +88,7 @@ pub enum ClientErrorKind {
     /// No reply within the time limit.
     #[error("the adapter hung: {0}")]
     Hung(String),
-    /// A reply over the protocol's 1 MiB.
+    /// A reply over the protocol's 16 MiB.
     #[error("{0}")]
     TooLong(String),
     /// A stdout line that is not a protocol reply (not JSON, or no `reply`).
@@ -249,7 +251,7 @@ impl Client {
     /// caller starts a new one.
     pub async fn request(&mut self, op: Op) -> Result<Answer, ClientError> {
         self.drain().await?;
-        self.send(op);
+        self.send(op)?;
         self.receive().await
     }
 
@@ -259,11 +261,29 @@ impl Client {
     /// Only for what the adapter accepts ahead of its replies
     /// (docs/adapter-protocol.md, "Pipelined reads" and "Streamed
     /// requests").
-    pub fn send(&mut self, op: Op) {
-        let (sent, line) = self.number(&op);
+    ///
+    /// # Errors
+    ///
+    /// [`ClientErrorKind::TooLong`] when the line would be over the
+    /// protocol's [`MAX_LINE_BYTES`]: nothing is sent, the `seq` is not
+    /// used, and the process is still usable.
+    pub fn send(&mut self, op: Op) -> Result<(), ClientError> {
+        let seq = self.seq + 1;
+        let line = Request::line_of(seq, &op);
+        if line.len() > MAX_LINE_BYTES {
+            let what = format!(
+                "the request would be {} bytes, over the protocol's {MAX_LINE_BYTES} (16 MiB) a line; it was not sent",
+                line.len()
+            );
+            return Err(self.error(&op, seq, ClientErrorKind::TooLong(what), None));
+        }
+        self.seq = seq;
+        self.log.push(Exchange { request: self.redact(&line), reply: None });
+        let sent = Sent { seq, exchange: self.log.len() - 1 };
         self.outgoing.extend_from_slice(line.as_bytes());
         self.outgoing.push(b'\n');
         self.pending.push_back((sent, op));
+        Ok(())
     }
 
     /// How many requests were sent whose replies have not been taken.
@@ -305,14 +325,6 @@ impl Client {
             self.receive().await?;
         }
         Ok(())
-    }
-
-    /// The next `seq` for `op`, its line, and its exchange recorded.
-    fn number(&mut self, op: &Op) -> (Sent, String) {
-        self.seq += 1;
-        let line = Request::line_of(self.seq, op);
-        self.log.push(Exchange { request: self.redact(&line), reply: None });
-        (Sent { seq: self.seq, exchange: self.log.len() - 1 }, line)
     }
 
     fn error(&self, op: &Op, seq: u64, kind: ClientErrorKind, line: Option<&str>) -> ClientError {
@@ -480,8 +492,8 @@ read c
 echo '{"seq":3,"reply":"ok","result":{}}'"#;
         let mut c = Client::start("ahead", &sh(both), Duration::from_secs(5)).unwrap();
         let now = protocol::instant::parse("2026-01-15T12:00:00.000000Z").unwrap();
-        c.send(Op::Clock(protocol::ClockArgs { now }));
-        c.send(read());
+        c.send(Op::Clock(protocol::ClockArgs { now })).unwrap();
+        c.send(read()).unwrap();
         assert_eq!(c.pending(), 2);
         let clock = c.receive().await.unwrap();
         assert!(matches!(clock, Answer::Ok(OpResult::Clock(_))), "{clock:?}");
@@ -508,12 +520,26 @@ echo '{"seq":7,"reply":"ok","result":{"jobs":[],"leases":[],"hooks":[]}}'
 read c; echo never"#;
         let mut c = Client::start("wrong", &sh(wrong), Duration::from_secs(5)).unwrap();
         let reap = Op::Reap(protocol::ReapArgs { timeout: None, queues: None });
-        c.send(reap);
-        c.send(read());
+        c.send(reap).unwrap();
+        c.send(read()).unwrap();
         assert!(matches!(c.receive().await.unwrap(), Answer::Ok(OpResult::Reap(_))));
         let e = c.request(Op::Teardown(Empty {})).await.unwrap_err();
         assert!(matches!(e.kind, ClientErrorKind::WrongSeq { expected: 2, .. }), "{e}");
         assert_eq!((e.op, e.seq), ("read", 2), "{e}");
+        c.kill().await;
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_request_over_the_line_limit_is_not_sent_and_takes_no_seq() {
+        let mut c = Client::start("big", &sh("read l; echo \"$l\" | cut -c1-8 >&2"), Duration::from_secs(5)).unwrap();
+        let job = "j".repeat(MAX_LINE_BYTES);
+        let e = c.send(Op::Claim(protocol::AttemptArgs { job, token: "j/1".into() })).unwrap_err();
+        assert!(matches!(e.kind, ClientErrorKind::TooLong(_)), "{e}");
+        assert!(e.to_string().contains("it was not sent"), "{e}");
+        assert_eq!((c.pending(), c.take_log().len()), (0, 0));
+        c.send(read()).unwrap();
+        assert!(c.take_log()[0].request.starts_with(r#"{"seq":1,"#), "the next request is seq 1");
         c.kill().await;
     }
 

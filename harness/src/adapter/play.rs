@@ -247,18 +247,20 @@ impl<'a> Play<'a> {
         let steps = self.scenario.steps.len();
         match next {
             Next::Setup => {
-                if let Some(setup) = setup.take() {
-                    self.push(Some(Op::Setup(setup)), InFlight::Setup);
-                }
-                Next::Clock
+                let sent = setup.take().is_none_or(|setup| self.push(Some(Op::Setup(setup)), InFlight::Setup));
+                if sent { Next::Clock } else { Next::Done }
             }
             Next::Clock => {
                 let now = self.now;
-                self.push(Some(Op::Clock(ClockArgs { now })), InFlight::Clock { now, step: false });
+                if !self.push(Some(Op::Clock(ClockArgs { now })), InFlight::Clock { now, step: false }) {
+                    return Next::Done;
+                }
                 Next::Read
             }
             Next::Read => {
-                self.push(Some(Op::Read(Empty {})), InFlight::Read { now: self.now });
+                if !self.push(Some(Op::Read(Empty {})), InFlight::Read { now: self.now }) {
+                    return Next::Done;
+                }
                 if self.stepped < steps { Next::Step(self.stepped) } else { Next::Teardown }
             }
             Next::Step(i) => {
@@ -266,8 +268,11 @@ impl<'a> Play<'a> {
                 self.stepped += 1;
                 match self.ask(self.scenario.steps[i].value()) {
                     Ok((op, item)) => {
-                        self.push(op, item);
-                        Next::Read
+                        if self.push(op, item) {
+                            Next::Read
+                        } else {
+                            Next::Done
+                        }
                     }
                     Err(stop) => {
                         self.push(None, InFlight::Unsent(stop));
@@ -277,20 +282,27 @@ impl<'a> Play<'a> {
             }
             Next::Teardown => {
                 self.marks.push(self.sent);
-                self.torn_down = true;
-                self.push(Some(Op::Teardown(Empty {})), InFlight::Teardown);
+                self.torn_down = self.push(Some(Op::Teardown(Empty {})), InFlight::Teardown);
                 Next::Done
             }
             Next::Done => Next::Done,
         }
     }
 
-    fn push(&mut self, op: Option<Op>, item: InFlight) {
+    /// Sends `op` (when there is one) and puts `item` in flight; false when
+    /// `op` cannot be sent (over the protocol's line limit): then the
+    /// scenario is skipped there, and nothing more is sent.
+    fn push(&mut self, op: Option<Op>, item: InFlight) -> bool {
         if let Some(op) = op {
-            self.client.send(op);
+            if let Err(e) = self.client.send(op) {
+                let why = format!("it cannot be played through the protocol: {e}; play it on a SQL target");
+                self.in_flight.push_back(InFlight::Unsent(Stop::Skip(why)));
+                return false;
+            }
             self.sent += 1;
         }
         self.in_flight.push_back(item);
+        true
     }
 
     /// The request for `step` and what its reply is read as; `None` for a

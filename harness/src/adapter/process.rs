@@ -64,7 +64,7 @@ pub enum ProcessError {
     #[error("no reply within {} s (timeout_seconds); the adapter was killed", .0.as_secs())]
     Timeout(Duration),
     /// A line longer than [`MAX_LINE_BYTES`].
-    #[error("wrote a line over {MAX_LINE_BYTES} bytes (1 MiB), the protocol's limit; it begins `{0}`")]
+    #[error("wrote a line over {MAX_LINE_BYTES} bytes (16 MiB), the protocol's limit; it begins `{0}`")]
     TooLong(String),
     /// A line that is not UTF-8.
     #[error("wrote a line that is not UTF-8: `{0}`")]

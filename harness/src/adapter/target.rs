@@ -371,13 +371,22 @@ impl AdapterTarget {
         let torn_down = play.torn_down;
         let broken = crate::invariants::check(&scenario.scenario, &profile.policy, &checkpoints);
         let alive = !matches!(played, Err(Stop::Broken(_) | Stop::Interrupted(_)));
+        let mut played = played;
         if alive && played.is_err() {
             // The scenario stopped early: the replies to what was sent
             // ahead are taken, and the adapter still closes what it made.
-            let _ = match torn_down {
+            // A protocol break there fails a skipped scenario, and is told
+            // after a failed one's reason.
+            let after = match torn_down {
                 true => session.client.drain().await,
                 false => session.client.request(Op::Teardown(Empty {})).await.map(drop),
             };
+            if let Err(e) = after {
+                played = match played {
+                    Err(Stop::Fail(why)) => Err(Stop::Fail(format!("{why}\nand after it: {e}"))),
+                    _ => Err(Stop::Broken(e)),
+                };
+            }
         }
         let log = session.client.take_log();
         transcript.exchanges = log.clone();
@@ -647,7 +656,8 @@ fn trace(log: &[Exchange], marks: &[usize], first: Option<usize>) -> String {
         }
     }
     if end < log.len() {
-        out.push_str(&format!("\n  ({} more exchanges)", log.len() - end));
+        let more = log.len() - end;
+        out.push_str(&format!("\n  ({more} more exchange{})", if more == 1 { "" } else { "s" }));
     }
     out
 }
@@ -681,7 +691,7 @@ mod tests {
         assert!(t.contains("up to step 2") && t.contains("req4") && !t.contains("req5"), "{t}");
         let setup = trace(&log, &marks, Some(0));
         assert!(setup.contains("of setup") && setup.contains("req1") && !setup.contains("req2"), "{setup}");
-        assert!(t.ends_with("(1 more exchanges)"), "{t}");
+        assert!(t.ends_with("(1 more exchange)"), "{t}");
         let all = trace(&log, &marks, None);
         assert!(all.contains("req5") && !all.contains("more exchanges"), "{all}");
         let short = trace(&log[..3], &marks, Some(1));
