@@ -52,27 +52,46 @@ fn the_reference_adapter_passes() {
     assert!(out.contains("every reply holds"), "{out}");
 }
 
-#[test]
-fn a_streamed_adapter_is_checked_with_its_requests_sent_ahead() {
-    // The proxy answers nothing of a scenario until five requests are in:
-    // a check that waited for each reply would time out on the setup.
-    let dir = std::env::temp_dir().join(format!("reapcheck-check-streamed-{}", std::process::id()));
+/// `adapter check --timeout-seconds <timeout>` of the streams proxy (in
+/// front of the reference adapter) holding its replies until `hold`
+/// requests are in; the output and the requests the proxy logged.
+fn check_streams(hold: &str, timeout: &str) -> (Output, String) {
+    let dir = std::env::temp_dir().join(format!("reapcheck-check-streamed-{hold}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let proxy = manifest_dir().join("tests/adapters/proxy/streams.py");
     let o = Command::new(env!("CARGO_BIN_EXE_reapcheck"))
-        .args(["adapter", "check", "--timeout-seconds", "20", "--", "python3", "-B"])
+        .args(["adapter", "check", "--timeout-seconds", timeout, "--", "python3", "-B"])
         .arg(&proxy)
         .args([env!("CARGO_BIN_EXE_reapcheck"), "adapter", "serve", "--db", "sqlite"])
+        .env("HOLD", hold)
         .current_dir(&dir)
         .output()
         .expect("reapcheck runs");
-    let (out, err) = text(&o);
     let requests = std::fs::read_to_string(dir.join("requests")).unwrap_or_default();
     let _ = std::fs::remove_dir_all(&dir);
+    (o, requests)
+}
+
+#[test]
+fn a_streamed_adapter_is_checked_with_its_requests_sent_ahead_as_run_sends_them() {
+    // Setup, clock and claim go at once (a check that waited for each
+    // reply would time out on the setup); the heartbeat waits for the
+    // claim's reply, and then the rest go.
+    let (o, requests) = check_streams("3", "20");
+    let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "stdout:\n{out}\nstderr:\n{err}");
-    assert!(out.contains("the handshake declares `streamed`: the 9 requests after it are sent at once"), "{out}");
+    assert!(out.contains("the handshake declares `streamed`"), "{out}");
     assert_eq!(out.lines().filter(|l| l.starts_with("< ")).count(), 10, "{out}");
     assert_eq!(requests.lines().count(), 10, "{requests}");
+}
+
+#[test]
+fn a_streamed_adapter_that_waits_for_more_than_run_sends_ahead_fails_the_check() {
+    // Holding for a fourth request is waiting for the heartbeat, which
+    // `run` sends only after the claim's reply: the adapter hangs.
+    let (o, requests) = check_streams("4", "2");
+    fails("streams HOLD=4", &o, "setup", 2, "no reply within 2 s", None);
+    assert_eq!(requests.lines().collect::<Vec<_>>(), ["handshake", "setup", "clock", "claim a a/1"], "{requests}");
 }
 
 #[test]

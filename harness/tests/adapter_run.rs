@@ -419,6 +419,31 @@ fn a_scenario_over_a_megabyte_a_line_passes_through_the_reference_adapter() {
 }
 
 #[test]
+fn a_scenario_whose_setup_is_over_the_line_limit_is_skipped_unsent_and_not_blamed_on_the_adapter() {
+    // 2,200 ids of 8,000 bytes: a setup line of about 18 MB, over 16 MiB.
+    let bin = toml_string(env!("CARGO_BIN_EXE_reapcheck"));
+    let config = format!(
+        "scenarios = [\"s\"]\n\n[adapters.ref]\ncommand = [{bin}, \"adapter\", \"serve\", \"--db\", \"sqlite\"]\n\
+         database = \"sqlite\"\n"
+    );
+    let project = Project::new("over-the-line", &config);
+    std::fs::create_dir_all(project.path().join("s")).unwrap();
+    let prefix = "j".repeat(7_990);
+    let scenario = format!(
+        "description: Long ids.\nnow: 2026-01-15T12:00:00Z\nclasses:\n  Work: {{ timeout: 60 }}\n\
+         jobs:\n  - {{ id: {prefix}, count: 2200, class: Work }}\nsteps:\n  - reap\n"
+    );
+    std::fs::write(project.path().join("s/long-ids.yaml"), scenario).unwrap();
+    let o = reapcheck_in(project.path(), &["run", "--db", "adapter:ref"]);
+    let out = stdout(&o);
+    assert_eq!(counts(&out, "adapter:ref"), (0, 0, 1), "{out}");
+    let skip = out.lines().find(|l| l.starts_with("skip")).unwrap_or_else(|| panic!("{out}"));
+    assert!(out.contains("not played: it cannot go through the protocol"), "{out}");
+    assert!(out.contains("over the protocol's 16777216 (16 MiB) a line; it was not sent"), "{out}");
+    assert!(!skip.contains("reapcheck-adapter-serve:"), "reapcheck's own limit, not the adapter's: {skip}");
+}
+
+#[test]
 fn an_exception_reply_that_echoes_a_password_is_shown_redacted() {
     let config =
         "[adapters.leak]\ncommand = [\"sh\", \"moded.sh\"]\ndatabase = \"sqlite\"\nenv = { MODE = \"leak\" }\n";

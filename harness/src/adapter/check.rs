@@ -13,9 +13,10 @@
 //! 5. the handshake picks a version reapcheck offered, and `clock` reads
 //!    the instant it was set to.
 //!
-//! To an adapter whose handshake declares `streamed`, every request after
-//! the handshake is sent at once, and the replies are checked in turn as
-//! they come (docs/adapter-protocol.md, "Streamed requests").
+//! To an adapter whose handshake declares `streamed`, the requests after
+//! the handshake are sent ahead of their replies as `run` sends them (the
+//! heartbeat waits for the claim's reply), and the replies are checked in
+//! turn as they come (docs/adapter-protocol.md, "Streamed requests").
 //!
 //! An `error` reply of kind `unsupported`, `refused` or `indefinite` is a
 //! valid reply (the queue may not support a step), except to the handshake,
@@ -332,19 +333,24 @@ pub async fn check(
         Err(e) => return Err(fail(&requests[0], 1, e.to_string(), None, Vec::new())),
     };
     let mut line_number = 0;
-    // The request lines not yet written: one at a time, unless the
-    // handshake declares `streamed` (then all of the rest at once).
+    // The request lines not yet written. One request at a time, unless the
+    // handshake declares `streamed`: then each goes as soon as `run` would
+    // send it (only a heartbeat waits, for its claim's reply).
     let mut outgoing = Vec::new();
     let mut streamed = false;
+    let mut queued = 0;
     for (index, request) in requests.iter().enumerate() {
+        while queued < requests.len()
+            && (queued == index || streamed && !waits_on_a_claim(&requests[queued], &requests[index..queued]))
+        {
+            outgoing.extend_from_slice(requests[queued].to_line().as_bytes());
+            outgoing.push(b'\n');
+            queued += 1;
+        }
         let sent = request.to_line();
         let _ = writeln!(out, "> {}", hide(&sent));
         let _ = out.flush();
         line_number += 1;
-        if !streamed {
-            outgoing.extend_from_slice(sent.as_bytes());
-            outgoing.push(b'\n');
-        }
         let line = match process.exchange(&mut outgoing, timeout).await {
             Ok(line) => line,
             Err(e) => {
@@ -372,14 +378,10 @@ pub async fn check(
         };
         if index == 0 && declares_streamed(&reply) {
             streamed = true;
-            for rest in &requests[1..] {
-                outgoing.extend_from_slice(rest.to_line().as_bytes());
-                outgoing.push(b'\n');
-            }
             let _ = writeln!(
                 out,
-                "(the handshake declares `streamed`: the {} requests after it are sent at once, each reply checked in turn)",
-                requests.len() - 1
+                "(the handshake declares `streamed`: the requests after it are sent ahead of their replies as `run` \
+                 sends them; the heartbeat waits for the claim's reply)"
             );
         }
     }
@@ -406,6 +408,18 @@ fn exercised(request: &Request, reply: &Reply, on: &str) -> Result<(), String> {
         )),
         _ => Ok(()),
     }
+}
+
+/// Whether `request` waits, under `streamed`, on one of `unanswered`: a
+/// claim or a worker step on a job whose claim has no reply yet, as `run`
+/// holds them (its label follows from that reply; docs/adapter-protocol.md,
+/// "Streamed requests").
+fn waits_on_a_claim(request: &Request, unanswered: &[Request]) -> bool {
+    let job = match &request.op {
+        Op::Claim(a) | Op::Heartbeat(a) | Op::Complete(a) | Op::Fail(a) => &a.job,
+        _ => return false,
+    };
+    unanswered.iter().any(|u| matches!(&u.op, Op::Claim(c) if c.job == *job))
 }
 
 /// Whether a handshake's `ok` reply declares `capabilities.streamed`

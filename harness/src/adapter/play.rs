@@ -22,6 +22,9 @@ use crate::time::Instant;
 pub(super) enum Stop {
     /// Not judged: why (`unsupported`).
     Skip(String),
+    /// Not played: reapcheck cannot send one of its requests (over the
+    /// protocol's line limit); why.
+    Unplayable(String),
     /// Ctrl-C or SIGTERM arrived mid-request: the signal. The process is
     /// killed (its request is unanswered) and the scenario is not judged.
     Interrupted(&'static str),
@@ -295,8 +298,8 @@ impl<'a> Play<'a> {
     fn push(&mut self, op: Option<Op>, item: InFlight) -> bool {
         if let Some(op) = op {
             if let Err(e) = self.client.send(op) {
-                let why = format!("it cannot be played through the protocol: {e}; play it on a SQL target");
-                self.in_flight.push_back(InFlight::Unsent(Stop::Skip(why)));
+                let why = format!("not played: it cannot go through the protocol: {e}; play it on a SQL target");
+                self.in_flight.push_back(InFlight::Unsent(Stop::Unplayable(why)));
                 return false;
             }
             self.sent += 1;

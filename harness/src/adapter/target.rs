@@ -391,7 +391,7 @@ impl AdapterTarget {
         let log = session.client.take_log();
         transcript.exchanges = log.clone();
         transcript.marks = marks.clone();
-        let failed = !matches!(played, Ok(_) | Err(Stop::Skip(_))) || !broken.is_empty();
+        let failed = !matches!(played, Ok(_) | Err(Stop::Skip(_) | Stop::Unplayable(_))) || !broken.is_empty();
         let tail = match (failed, self.session.take()) {
             // A failed scenario's process is not trusted again: killed now,
             // started anew for the next scenario.
@@ -407,6 +407,7 @@ impl AdapterTarget {
         let mut document = None;
         let verdict = match played {
             Err(Stop::Skip(reason)) => Verdict::Skipped(format!("{adapter}: {reason}")),
+            Err(Stop::Unplayable(reason)) => Verdict::Skipped(reason),
             Err(Stop::Interrupted(signal)) => match &dropped {
                 Ok(()) => Verdict::Skipped(format!(
                     "interrupted by {signal} mid-run; its namespace was dropped ({namespace} is gone)"

@@ -2,16 +2,19 @@
 in front of the adapter named by its arguments (the reference adapter,
 which declares `streamed`). It appends each request's `op` to `requests`
 in its working folder (with the job and token, for a request about one).
-Of each scenario it answers nothing until it holds the first five
-requests (from `setup` on): only a client that sends them ahead of the
-replies gets past that. It answers a `claim` of job `a` `not_claimable`,
+Of each scenario it answers nothing until it holds the first `HOLD`
+requests (from `setup` on; the environment's `HOLD`, 5 by default): only
+a client that sends that many ahead of the replies gets past that. It answers a `claim` of job `a` `not_claimable`,
 so a later worker step on a's latest attempt has no label and is never
 sent; a claim of any other job claims it, so a worker step on its latest
 attempt is sent with the label that claim gave."""
 
 import json
+import os
 import subprocess
 import sys
+
+hold = int(os.environ.get("HOLD", "5"))
 
 child = subprocess.Popen(sys.argv[1:], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 log = open("requests", "a")
@@ -41,7 +44,7 @@ for line in sys.stdin:
         held = [line]
     elif held:
         held.append(line)
-        if len(held) == 5:
+        if len(held) == hold:
             for request in held:
                 answer(request)
             held = []
