@@ -34,12 +34,6 @@ pub(super) enum Stop {
     Broken(ClientError),
 }
 
-impl From<ClientError> for Stop {
-    fn from(e: ClientError) -> Stop {
-        Stop::Broken(e)
-    }
-}
-
 /// How far ahead of their replies a scenario's requests are sent, as the
 /// handshake allows (docs/adapter-protocol.md, "Pipelined reads" and
 /// "Streamed requests").
@@ -247,65 +241,53 @@ impl<'a> Play<'a> {
     /// Sends `next` (or notes a step answered without a request); what
     /// comes after it.
     fn send(&mut self, next: Next, setup: &mut Option<Setup>) -> Next {
-        let steps = self.scenario.steps.len();
         match next {
-            Next::Setup => {
-                let sent = setup.take().is_none_or(|setup| self.push(Some(Op::Setup(setup)), InFlight::Setup));
-                if sent { Next::Clock } else { Next::Done }
-            }
+            Next::Setup => match setup.take() {
+                Some(setup) => self.push(Some(Op::Setup(setup)), InFlight::Setup, Next::Clock),
+                None => Next::Clock,
+            },
             Next::Clock => {
                 let now = self.now;
-                if !self.push(Some(Op::Clock(ClockArgs { now })), InFlight::Clock { now, step: false }) {
-                    return Next::Done;
-                }
-                Next::Read
+                self.push(Some(Op::Clock(ClockArgs { now })), InFlight::Clock { now, step: false }, Next::Read)
             }
             Next::Read => {
-                if !self.push(Some(Op::Read(Empty {})), InFlight::Read { now: self.now }) {
-                    return Next::Done;
-                }
-                if self.stepped < steps { Next::Step(self.stepped) } else { Next::Teardown }
+                let then =
+                    if self.stepped < self.scenario.steps.len() { Next::Step(self.stepped) } else { Next::Teardown };
+                self.push(Some(Op::Read(Empty {})), InFlight::Read { now: self.now }, then)
             }
             Next::Step(i) => {
                 self.marks.push(self.sent);
                 self.stepped += 1;
                 match self.ask(self.scenario.steps[i].value()) {
-                    Ok((op, item)) => {
-                        if self.push(op, item) {
-                            Next::Read
-                        } else {
-                            Next::Done
-                        }
-                    }
-                    Err(stop) => {
-                        self.push(None, InFlight::Unsent(stop));
-                        Next::Done
-                    }
+                    Ok((op, item)) => self.push(op, item, Next::Read),
+                    Err(stop) => self.push(None, InFlight::Unsent(stop), Next::Done),
                 }
             }
             Next::Teardown => {
                 self.marks.push(self.sent);
-                self.torn_down = self.push(Some(Op::Teardown(Empty {})), InFlight::Teardown);
-                Next::Done
+                let before = self.sent;
+                let next = self.push(Some(Op::Teardown(Empty {})), InFlight::Teardown, Next::Done);
+                self.torn_down = self.sent > before;
+                next
             }
             Next::Done => Next::Done,
         }
     }
 
-    /// Sends `op` (when there is one) and puts `item` in flight; false when
-    /// `op` cannot be sent (over the protocol's line limit): then the
-    /// scenario is skipped there, and nothing more is sent.
-    fn push(&mut self, op: Option<Op>, item: InFlight) -> bool {
+    /// Sends `op` (when there is one) and puts `item` in flight; `then`,
+    /// or [`Next::Done`] when `op` cannot be sent (over the protocol's line
+    /// limit): the scenario is not played on from there.
+    fn push(&mut self, op: Option<Op>, item: InFlight, then: Next) -> Next {
         if let Some(op) = op {
             if let Err(e) = self.client.send(op) {
                 let why = format!("not played: it cannot go through the protocol: {e}; play it on a SQL target");
                 self.in_flight.push_back(InFlight::Unsent(Stop::Unplayable(why)));
-                return false;
+                return Next::Done;
             }
             self.sent += 1;
         }
         self.in_flight.push_back(item);
-        true
+        then
     }
 
     /// The request for `step` and what its reply is read as; `None` for a

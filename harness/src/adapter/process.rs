@@ -172,27 +172,6 @@ impl AdapterProcess {
         &self.stderr
     }
 
-    /// Writes `line` and a newline to the adapter's stdin.
-    ///
-    /// # Errors
-    ///
-    /// The pipe is closed (the adapter ended: its status when known).
-    pub async fn send(&mut self, line: &str) -> Result<(), ProcessError> {
-        let Some(stdin) = self.stdin.as_mut() else { return Err(ProcessError::Ended(None)) };
-        let mut bytes = Vec::with_capacity(line.len() + 1);
-        bytes.extend_from_slice(line.as_bytes());
-        bytes.push(b'\n');
-        let written = async {
-            stdin.write_all(&bytes).await?;
-            stdin.flush().await
-        };
-        match written.await {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(ProcessError::Ended(self.status_soon().await)),
-            Err(e) => Err(e.into()),
-        }
-    }
-
     /// Reads one line from stdout (without its newline) within `limit`.
     /// On a timeout the process group is killed.
     ///
@@ -201,15 +180,7 @@ impl AdapterProcess {
     /// [`ProcessError::Timeout`], [`ProcessError::Ended`] at end of output,
     /// [`ProcessError::TooLong`], [`ProcessError::NotUtf8`].
     pub async fn receive(&mut self, limit: Duration) -> Result<String, ProcessError> {
-        match tokio::time::timeout(limit, read_line(&mut self.stdout)).await {
-            Err(_) => {
-                self.kill().await;
-                Err(ProcessError::Timeout(limit))
-            }
-            Ok(Ok(Some(line))) => Ok(line),
-            Ok(Ok(None)) => Err(ProcessError::Ended(self.status_soon().await)),
-            Ok(Err(e)) => Err(e),
-        }
+        self.exchange(&mut Vec::new(), limit).await
     }
 
     /// Writes `outgoing` (request lines, each ending in a newline) to
@@ -223,8 +194,9 @@ impl AdapterProcess {
     ///
     /// # Errors
     ///
-    /// As [`AdapterProcess::receive`]; [`ProcessError::Ended`] when stdin
-    /// is closed (the adapter ended) with bytes still to write.
+    /// [`ProcessError::Timeout`], [`ProcessError::Ended`] at end of output
+    /// or when stdin is closed (the adapter ended) with bytes still to
+    /// write, [`ProcessError::TooLong`], [`ProcessError::NotUtf8`].
     pub async fn exchange(&mut self, outgoing: &mut Vec<u8>, limit: Duration) -> Result<String, ProcessError> {
         let (stdin, stdout) = (&mut self.stdin, &mut self.stdout);
         let mut written = 0;
@@ -424,8 +396,8 @@ mod tests {
     #[tokio::test]
     async fn a_line_goes_in_and_a_line_comes_out_with_env_and_tz() {
         let mut p = AdapterProcess::spawn(&sh("read l; echo \"$l $RC_TEST_VALUE $TZ\"; echo oops >&2")).unwrap();
-        p.send("hello").await.unwrap();
-        let line = p.receive(Duration::from_secs(10)).await.unwrap();
+        let mut outgoing = b"hello\n".to_vec();
+        let line = p.exchange(&mut outgoing, Duration::from_secs(10)).await.unwrap();
         assert_eq!(line, "hello from-config America/New_York");
         let status = p.close().await;
         assert_eq!(status.and_then(|s| s.code()), Some(0));

@@ -364,22 +364,22 @@ impl AdapterTarget {
             self.url.as_ref().map(|url| Database { target: self.config.database.name().to_owned(), url: url.clone() });
         let window = Window::of(&session.handshake.capabilities);
         let mut play = Play::new(&scenario.scenario, &mut session.client, &profile, window);
-        let played = play.run(&scenario.name, &namespace, database, &time_zone).await;
+        let mut played = play.run(&scenario.name, &namespace, database, &time_zone).await;
         let marks = std::mem::take(&mut play.marks);
         let steps = play.steps.clone();
         let checkpoints = std::mem::take(&mut play.checkpoints);
         let torn_down = play.torn_down;
         let broken = crate::invariants::check(&scenario.scenario, &profile.policy, &checkpoints);
         let alive = !matches!(played, Err(Stop::Broken(_) | Stop::Interrupted(_)));
-        let mut played = played;
         if alive && played.is_err() {
             // The scenario stopped early: the replies to what was sent
             // ahead are taken, and the adapter still closes what it made.
             // A protocol break there fails a skipped scenario, and is told
             // after a failed one's reason.
-            let after = match torn_down {
-                true => session.client.drain().await,
-                false => session.client.request(Op::Teardown(Empty {})).await.map(drop),
+            let after = if torn_down {
+                session.client.drain().await
+            } else {
+                session.client.request(Op::Teardown(Empty {})).await.map(drop)
             };
             if let Err(e) = after {
                 played = match played {
