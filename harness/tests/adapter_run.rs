@@ -60,6 +60,21 @@ fn toml_string(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
+/// A project whose corpus is one scenario, `s/<file>` holding `yaml`,
+/// with `adapters` (reapcheck.toml tables) as its targets.
+fn one_scenario_project(name: &str, adapters: &str, file: &str, yaml: &str) -> Project {
+    let project = Project::new(name, &format!("scenarios = [\"s\"]\n\n{adapters}"));
+    std::fs::create_dir_all(project.path().join("s")).unwrap();
+    std::fs::write(project.path().join("s").join(file), yaml).unwrap();
+    project
+}
+
+/// `[adapters.ref]`: the reference adapter on SQLite.
+fn reference_adapter() -> String {
+    let bin = toml_string(env!("CARGO_BIN_EXE_reapcheck"));
+    format!("[adapters.ref]\ncommand = [{bin}, \"adapter\", \"serve\", \"--db\", \"sqlite\"]\ndatabase = \"sqlite\"\n")
+}
+
 #[test]
 fn the_reference_adapter_passes_what_sql_mode_passes() {
     let bin = toml_string(env!("CARGO_BIN_EXE_reapcheck"));
@@ -338,17 +353,15 @@ fn a_streamed_adapter_gets_requests_ahead_of_replies_but_never_a_token_that_wait
     let proxy = toml_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/adapters/proxy/streams.py"));
     // The proxy holds its replies until five requests are in: a client
     // that waited for each reply would hang here, and fail in 20 s.
-    let config = format!(
-        "scenarios = [\"s\"]\n\n[adapters.streams]\ncommand = [\"python3\", {proxy}, {bin}, \"adapter\", \"serve\", \
-         \"--db\", \"sqlite\"]\ndatabase = \"sqlite\"\ntimeout_seconds = 20\n"
+    let adapters = format!(
+        "[adapters.streams]\ncommand = [\"python3\", {proxy}, {bin}, \"adapter\", \"serve\", \"--db\", \"sqlite\"]\n\
+         database = \"sqlite\"\ntimeout_seconds = 20\n"
     );
-    let project = Project::new("streams", &config);
-    std::fs::create_dir_all(project.path().join("s")).unwrap();
     let scenario = "description: Two claims, each with a heartbeat on its attempt, then a reap.\n\
                     now: 2026-01-15T12:00:00Z\nclasses:\n  Work: { timeout: 60 }\n\
                     jobs:\n  - { id: a, class: Work }\n  - { id: b, class: Work }\n\
                     steps:\n  - claim: a\n  - heartbeat: a\n  - claim: b\n  - heartbeat: b\n  - advance: 10s\n  - reap\n";
-    std::fs::write(project.path().join("s/beat-after-claim.yaml"), scenario).unwrap();
+    let project = one_scenario_project("streams", &adapters, "beat-after-claim.yaml", scenario);
     let o = reapcheck_in(project.path(), &["run", "--db", "adapter:streams"]);
     let out = stdout(&o);
     // The proxy's `not_claimable` for a is not the model's `claimed`.
@@ -400,19 +413,12 @@ fn a_protocol_break_after_an_unsupported_reply_fails_the_scenario_it_would_have_
 fn a_scenario_over_a_megabyte_a_line_passes_through_the_reference_adapter() {
     // 4,000 rows: a setup line and `read` replies of about 1.2 MB each,
     // over the protocol's old 1 MiB limit.
-    let bin = toml_string(env!("CARGO_BIN_EXE_reapcheck"));
-    let config = format!(
-        "scenarios = [\"s\"]\n\n[adapters.ref]\ncommand = [{bin}, \"adapter\", \"serve\", \"--db\", \"sqlite\"]\n\
-         database = \"sqlite\"\n"
-    );
-    let project = Project::new("big-lines", &config);
-    std::fs::create_dir_all(project.path().join("s")).unwrap();
     let scenario = "description: Four thousand live jobs and one dead one, reaped once.\n\
                     now: 2026-01-15T12:00:00Z\nclasses:\n  Work: { timeout: 60 }\n\
                     jobs:\n  - { id: live-, count: 4000, class: Work, status: processing, claimed: -10s }\n\
                     \x20 - { id: dead, class: Work, status: processing, claimed: -2m }\n\
                     steps:\n  - reap\n";
-    std::fs::write(project.path().join("s/many-live.yaml"), scenario).unwrap();
+    let project = one_scenario_project("big-lines", &reference_adapter(), "many-live.yaml", scenario);
     let o = reapcheck_in(project.path(), &["run", "--db", "adapter:ref"]);
     let out = stdout(&o);
     assert_eq!(counts(&out, "adapter:ref"), (1, 0, 0), "{out}");
@@ -421,19 +427,12 @@ fn a_scenario_over_a_megabyte_a_line_passes_through_the_reference_adapter() {
 #[test]
 fn a_scenario_whose_setup_is_over_the_line_limit_is_skipped_unsent_and_not_blamed_on_the_adapter() {
     // 2,200 ids of 8,000 bytes: a setup line of about 18 MB, over 16 MiB.
-    let bin = toml_string(env!("CARGO_BIN_EXE_reapcheck"));
-    let config = format!(
-        "scenarios = [\"s\"]\n\n[adapters.ref]\ncommand = [{bin}, \"adapter\", \"serve\", \"--db\", \"sqlite\"]\n\
-         database = \"sqlite\"\n"
-    );
-    let project = Project::new("over-the-line", &config);
-    std::fs::create_dir_all(project.path().join("s")).unwrap();
     let prefix = "j".repeat(7_990);
     let scenario = format!(
         "description: Long ids.\nnow: 2026-01-15T12:00:00Z\nclasses:\n  Work: {{ timeout: 60 }}\n\
          jobs:\n  - {{ id: {prefix}, count: 2200, class: Work }}\nsteps:\n  - reap\n"
     );
-    std::fs::write(project.path().join("s/long-ids.yaml"), scenario).unwrap();
+    let project = one_scenario_project("over-the-line", &reference_adapter(), "long-ids.yaml", &scenario);
     let o = reapcheck_in(project.path(), &["run", "--db", "adapter:ref"]);
     let out = stdout(&o);
     assert_eq!(counts(&out, "adapter:ref"), (0, 0, 1), "{out}");
