@@ -186,7 +186,13 @@ pub fn client_command(client: Client, target: &str, script: &Path, strict: bool)
             if strict {
                 cmd.args(["-v", "ON_ERROR_STOP=1"]);
             }
-            cmd.arg("-f").arg(script).arg(url()?).stdin(Stdio::null());
+            // The password goes in the environment, never on the command
+            // line, where every user of the machine reads it (`ps`).
+            let (url, password) = without_password(&url()?);
+            if let Some(password) = password {
+                cmd.env("PGPASSWORD", password);
+            }
+            cmd.arg("-f").arg(script).arg(url).stdin(Stdio::null());
         }
         Client::Mariadb => {
             let url = url()?;
@@ -198,12 +204,10 @@ pub fn client_command(client: Client, target: &str, script: &Path, strict: bool)
             }
             cmd.arg("-h").arg(parsed.host_str().unwrap_or("127.0.0.1"));
             cmd.arg("-P").arg(parsed.port().unwrap_or(3306).to_string());
-            let user = url::form_urlencoded::parse(parsed.username().as_bytes()).map(|(k, _)| k.into_owned()).next();
+            let user = Some(decoded(parsed.username())).filter(|u| !u.is_empty());
             cmd.arg("-u").arg(user.unwrap_or_else(|| "root".to_owned()));
             if let Some(password) = parsed.password() {
-                let password: String =
-                    url::form_urlencoded::parse(password.as_bytes()).map(|(k, _)| k.into_owned()).collect();
-                cmd.env("MYSQL_PWD", password);
+                cmd.env("MYSQL_PWD", decoded(password));
             }
             let database = parsed.path().trim_start_matches('/');
             if !database.is_empty() {
@@ -214,6 +218,41 @@ pub fn client_command(client: Client, target: &str, script: &Path, strict: bool)
     }
     cmd.stdout(Stdio::null()).stderr(Stdio::piped());
     Ok(cmd)
+}
+
+/// A URL's user-info part as text: percent-decoded, and nothing else
+/// (`+`, `&` and `=` are themselves in a password, not form encoding).
+fn decoded(part: &str) -> String {
+    percent_encoding::percent_decode_str(part).decode_utf8_lossy().into_owned()
+}
+
+/// `url` without its password, and the password (decoded) when it has
+/// one: in the user info (`postgres://u:SECRET@h/db`) or as a `password`
+/// parameter (`?password=SECRET`). A text that is no URL (a libpq
+/// `key=value` string) is returned as it is.
+fn without_password(url: &str) -> (String, Option<String>) {
+    let Ok(mut parsed) = url::Url::parse(url) else { return (url.to_owned(), None) };
+    let mut password = parsed.password().map(decoded);
+    let _ = parsed.set_password(None);
+    if parsed.query_pairs().any(|(k, _)| k == "password") {
+        let kept: Vec<(String, String)> = parsed
+            .query_pairs()
+            .filter_map(|(k, v)| {
+                if k == "password" {
+                    password = Some(v.into_owned());
+                    None
+                } else {
+                    Some((k.into_owned(), v.into_owned()))
+                }
+            })
+            .collect();
+        if kept.is_empty() {
+            parsed.set_query(None);
+        } else {
+            parsed.query_pairs_mut().clear().extend_pairs(kept);
+        }
+    }
+    (parsed.to_string(), password)
 }
 
 /// Runs `cmd` to its end; its wall time, or why it failed (its exit and
@@ -431,6 +470,20 @@ mod tests {
 
     fn sql(session: u64, s: &str) -> Event {
         Event::Sql { session, sql: s.into(), returned: "changed 0".into() }
+    }
+
+    #[test]
+    fn a_replayed_client_never_gets_the_password_on_its_command_line() {
+        let (url, password) = without_password("postgres://app:s%40cret+&=x@db:5432/test?sslmode=require");
+        assert_eq!(url, "postgres://app@db:5432/test?sslmode=require");
+        assert_eq!(password.as_deref(), Some("s@cret+&=x"));
+        let (url, password) = without_password("postgres://app@db/test?password=pw&sslmode=require");
+        assert_eq!((url.as_str(), password.as_deref()), ("postgres://app@db/test?sslmode=require", Some("pw")));
+        let (url, password) = without_password("postgres://app@db/test?password=pw");
+        assert_eq!((url.as_str(), password.as_deref()), ("postgres://app@db/test", Some("pw")));
+        assert_eq!(without_password("postgres://db/test"), ("postgres://db/test".to_owned(), None));
+        // A MariaDB password is decoded as a URL's, not as a form's.
+        assert_eq!(decoded("p%2Bw+d&e=1"), "p+w+d&e=1");
     }
 
     #[test]
