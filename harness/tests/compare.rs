@@ -161,7 +161,13 @@ fn compare_takes_a_folder_that_is_not_the_whole_corpus_and_refuses_what_it_canno
     // A --scripts that cannot be a folder: exit 2, naming the flag.
     let o = clean_run(&dir.0, &["bench", "--compare", "--db", "sqlite", "--scripts", "/dev/null"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("--scripts /dev/null: cannot make the folder"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--scripts /dev/null: cannot write in the folder"), "{}", stderr(&o));
+    // A folder that exists but takes no file (even from root): the same
+    // exit 2, not a capturing run that panics on its first statement.
+    let o = clean_run(&dir.0, &["bench", "--compare", "--db", "sqlite", "--scripts", "/sys"]);
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("--scripts /sys: cannot write in the folder"), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
     // A target no client replays: exit 2 before anything runs.
     let o = clean_run(&dir.0, &["bench", "--compare", "--db", "sqlite,cockroach"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));

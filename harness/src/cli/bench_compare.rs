@@ -49,9 +49,15 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
         .scripts
         .clone()
         .unwrap_or_else(|| std::env::temp_dir().join(format!("reapcheck-compare-{}", std::process::id())));
-    if let Err(e) = std::fs::create_dir_all(&scripts) {
+    // Made, and written once: a folder that exists but cannot be written
+    // (`/sys`) made the capturing run fail on its first statement.
+    let probe = scripts.join(format!(".reapcheck-write-{}", std::process::id()));
+    let writable = std::fs::create_dir_all(&scripts)
+        .and_then(|()| std::fs::write(&probe, b""))
+        .and_then(|()| std::fs::remove_file(&probe));
+    if let Err(e) = writable {
         eprintln!(
-            "error: --scripts {}: cannot make the folder ({e}): give a folder that can be written",
+            "error: --scripts {}: cannot write in the folder ({e}): give a folder that can be written",
             scripts.display()
         );
         return ExitCode::from(EXIT_INVALID);
