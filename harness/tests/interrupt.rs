@@ -144,13 +144,20 @@ impl PrivateMariadb {
             .arg(format!("--port={port}"))
             .args(["--bind-address=127.0.0.1", "--user=root", "--skip-grant-tables", "--skip-log-bin"])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("server.log")).expect("a server log"))
             .spawn()
             .expect("mariadbd starts");
-        let db = PrivateMariadb { dir, port, server };
-        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut db = PrivateMariadb { dir, port, server };
+        // A fresh data directory on a busy disk can take long to open (a
+        // CI run saw over 60 s); a server that stopped fails at once, with
+        // its log.
+        let deadline = Instant::now() + Duration::from_secs(300);
         while reapcheck::backend::mysql(&db.url()).await.is_err() {
-            assert!(Instant::now() < deadline, "the private mariadb did not answer within 60 s");
+            let log = || std::fs::read_to_string(db.dir.join("server.log")).unwrap_or_default();
+            if let Ok(Some(status)) = db.server.try_wait() {
+                panic!("the private mariadb on port {port} stopped ({status}):\n{}", log());
+            }
+            assert!(Instant::now() < deadline, "the private mariadb did not answer within 300 s:\n{}", log());
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
         db
