@@ -8,6 +8,7 @@
 //!   SQL behind the protocol (`reapcheck adapter serve`).
 //! - [`check`]: `reapcheck adapter check -- CMD`, a fixed script that
 //!   validates an adapter's every reply.
+//! - [`spin`]: a pipe read that polls for a moment before it sleeps.
 //! - [`process`], [`client`], `play`, [`target`]: running an adapter as a
 //!   target of `reapcheck run` (the child process, the request/reply
 //!   client, one scenario's requests and replies, and the target that
@@ -19,4 +20,5 @@ mod play;
 pub mod process;
 pub mod protocol;
 pub mod serve;
+pub mod spin;
 pub mod target;

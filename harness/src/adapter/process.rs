@@ -19,6 +19,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use super::protocol::MAX_LINE_BYTES;
+use super::spin::SpinRead;
 
 /// How many stderr lines are kept for a failure message.
 pub const STDERR_LINES: usize = 40;
@@ -122,7 +123,9 @@ impl StderrTail {
 pub struct AdapterProcess {
     child: Child,
     stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
+    /// Polled for a moment before each sleep ([`SpinRead`]): a reply
+    /// often comes within it.
+    stdout: BufReader<SpinRead<ChildStdout>>,
     stderr: StderrTail,
     reader: Option<tokio::task::JoinHandle<()>>,
 }
@@ -161,7 +164,7 @@ impl AdapterProcess {
         Ok(AdapterProcess {
             child,
             stdin: Some(stdin),
-            stdout: BufReader::new(stdout),
+            stdout: BufReader::new(SpinRead::new(stdout)),
             stderr: tail,
             reader: Some(reader),
         })

@@ -138,10 +138,13 @@ mod pipes {
 
     use tokio::net::unix::pipe::{Receiver, Sender};
 
-    /// stdin as a pipe, when it is one.
-    pub fn input() -> Option<Receiver> {
+    use crate::adapter::spin::SpinRead;
+
+    /// stdin as a pipe, when it is one, polled for a moment before each
+    /// sleep ([`SpinRead`]): the client's next requests often come within it.
+    pub fn input() -> Option<SpinRead<Receiver>> {
         let fd = std::io::stdin().as_fd().try_clone_to_owned().ok()?;
-        Receiver::from_file(std::fs::File::from(fd)).ok()
+        Receiver::from_file(std::fs::File::from(fd)).ok().map(SpinRead::new)
     }
 
     /// stdout as a pipe, when it is one and not stderr's too: non-blocking
