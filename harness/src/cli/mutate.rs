@@ -454,7 +454,7 @@ async fn mutate_into(
     if !g.never_run.is_empty() {
         let _ = writeln!(out, "  not mutated (the policy never runs them): {}", g.never_run.join(", "));
     }
-    let (mut executed, mut costs) = (Vec::new(), Vec::new());
+    let (mut executed, mut costs, mut most_rows) = (Vec::new(), Vec::new(), Vec::new());
     for (label, dialect) in [("unmutated SQL", &plan.dialect), ("SQL printed back by the parser", &g.round_trip)] {
         let base = baseline(target, &server, dialect, scenarios, models, jobs).await;
         if let Some(signal) = interrupt::interrupted() {
@@ -475,8 +475,10 @@ async fn mutate_into(
         }
         executed.push(base.executed);
         costs.push(base.costs);
+        most_rows.push(base.most_rows);
     }
     let (by_named, by_generated) = (&executed[0], &executed[1]);
+    let rows = &most_rows[1];
     let names = scenarios.iter().map(|s| s.name.clone()).collect();
     let order = KillOrder::weighed(costs.swap_remove(0), names, jobs);
     let order = &order;
@@ -484,7 +486,7 @@ async fn mutate_into(
     let named = stream::iter(plan.named.iter().map(|(_, d)| (d, order.turn())).map(|(d, turn)| async {
         let changed = select::changed(&plan.dialect, d);
         let candidates = select::select(&changed, by_named);
-        first_killer(&server, d, &changed, &candidates, scenarios, models, turn).await
+        first_killer(&server, d, &changed, &[candidates], scenarios, models, turn).await
     }))
     .buffered(jobs)
     .inspect(|_| progress.inc(1))
@@ -493,7 +495,8 @@ async fn mutate_into(
     let generated = stream::iter(g.mutants.iter().map(|m| (m, order.turn())).map(|(m, turn)| async {
         let changed = std::slice::from_ref(&m.statement);
         let candidates = select::select(changed, by_generated);
-        first_killer(&server, &m.apply(&g.round_trip), changed, &candidates, scenarios, models, turn).await
+        let tiers = select::by_rows(&candidates, rows, &m.statement, m.rows_to_differ());
+        first_killer(&server, &m.apply(&g.round_trip), changed, &tiers, scenarios, models, turn).await
     }))
     .buffered(jobs)
     .inspect(|_| progress.inc(1))
@@ -772,6 +775,10 @@ struct Baseline {
     /// Per scenario (by index), what its run cost in statements executed
     /// ([`select::cost`]); 1 for a scenario not compared on the target.
     costs: Vec<u64>,
+    /// Per scenario (by index), the most rows each statement returned or
+    /// changed at once ([`select::most_rows`]); empty for a scenario not
+    /// compared on the target.
+    most_rows: Vec<BTreeMap<String, u64>>,
 }
 
 /// Runs every compared scenario on `dialect`, a few at a time (each in a
@@ -786,17 +793,23 @@ async fn baseline(
 ) -> Baseline {
     let runs = scenarios.iter().zip(models).map(|(s, model)| async move {
         if !compared(target, s) {
-            return (None, (BTreeSet::new(), 1));
+            return (None, (BTreeSet::new(), 1, BTreeMap::new()));
         }
         let run = runner::run_logged(server, dialect, s, None).await;
         let differs = match run.outcome {
             Ok(outcome) => !runner::agrees_with_model(outcome, &dialect.profile, model),
             Err(_) => true,
         };
-        (differs.then(|| s.name.clone()), (select::executed(&run.log), select::cost(&run.log)))
+        let seen = (select::executed(&run.log), select::cost(&run.log), select::most_rows(&run.log));
+        (differs.then(|| s.name.clone()), seen)
     });
     let results: Vec<_> = stream::iter(runs).buffered(jobs).collect().await;
     let (failing, seen): (Vec<_>, Vec<_>) = results.into_iter().unzip();
-    let (executed, costs) = seen.into_iter().unzip();
-    Baseline { failing: failing.into_iter().flatten().collect(), executed, costs }
+    let (mut executed, mut costs, mut most_rows) = (Vec::new(), Vec::new(), Vec::new());
+    for (e, c, r) in seen {
+        executed.push(e);
+        costs.push(c);
+        most_rows.push(r);
+    }
+    Baseline { failing: failing.into_iter().flatten().collect(), executed, costs, most_rows }
 }

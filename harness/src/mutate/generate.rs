@@ -124,6 +124,29 @@ impl GeneratedMutant {
     pub fn apply(&self, dialect: &Dialect) -> Dialect {
         dialect.with_sql(&self.statement, self.after.clone())
     }
+
+    /// How many rows its statement must return (or change) in a run for
+    /// this mutant to change that run, when the edit is to the statement's
+    /// own result: `n + 1` for an appended `LIMIT n` (`TOP n`), 2 for a
+    /// dropped `ORDER BY`, else 0 (any run may show it). A run in which
+    /// every execution of the statement stayed below that sends the mutant
+    /// the same replies, so its outcome is the same; but an edit of a
+    /// subquery is not bounded by the rows the statement returns, so this
+    /// only orders the scenarios tried (`super::kill::first_killer`),
+    /// never leaves one out.
+    pub fn rows_to_differ(&self) -> u64 {
+        match self.operator {
+            Operator::DropOrderBy => 2,
+            Operator::AppendLimit => {
+                let n = ["LIMIT ", "TOP "].iter().find_map(|word| {
+                    let (_, after) = self.id.rsplit_once(word)?;
+                    after.split(|c: char| !c.is_ascii_digit()).next()?.parse::<u64>().ok()
+                });
+                n.map_or(0, |n| n.saturating_add(1))
+            }
+            _ => 0,
+        }
+    }
 }
 
 /// Generates the mutants of every Update and Query statement of `dialect`,
@@ -229,5 +252,25 @@ mod tests {
         assert!(g.unparsed[0].origin.starts_with("builtin:sqlite/worker.sql:"), "{:?}", g.unparsed);
         assert!(!g.mutants.iter().any(|m| m.statement == "complete"));
         assert!(g.mutants.iter().any(|m| m.statement == "heartbeat"));
+    }
+
+    #[test]
+    fn a_limit_or_order_mutant_needs_more_rows_than_it_keeps_and_the_rest_none() {
+        for name in dialect_names(&Source::Embedded) {
+            let dialect = Dialect::load(&Source::Embedded, &name).unwrap();
+            let g = generate(&dialect, Grammar::for_dialect(&name));
+            for m in &g.mutants {
+                let expected = match m.operator {
+                    Operator::DropOrderBy => 2,
+                    Operator::AppendLimit if m.id.ends_with(" 1") => 2,
+                    Operator::AppendLimit if m.id.ends_with(" 10") => 11,
+                    Operator::AppendLimit if m.id.ends_with(" 1000") => 1001,
+                    Operator::AppendLimit => panic!("{name}: a limit that is not in LIMITS: {}", m.id),
+                    _ => 0,
+                };
+                assert_eq!(m.rows_to_differ(), expected, "{name}: {}", m.id);
+            }
+            assert!(g.mutants.iter().any(|m| m.rows_to_differ() == 1001), "{name} has a LIMIT 1000 mutant");
+        }
     }
 }

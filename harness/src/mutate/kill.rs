@@ -76,14 +76,17 @@ impl Verdict {
 }
 
 /// The order the mutants of one target try their scenarios in: the most
-/// kills per statement first, so a mutant usually stops after a cheap run
-/// or two. A scenario's weight is `(kills + 1) / cost`: `kills` counts the
-/// mutants it killed among the earlier turns (those certainly judged), and
-/// `cost` is the statements its unmutated run executed
-/// ([`super::select::cost`]); ties go to the cheaper, then to the first by
-/// name. Before any kill that is cheapest first; a scenario that kills
-/// often is tried first even when it costs more, once its kills outweigh
-/// its cost.
+/// kills per statement executed first, so a mutant usually stops after a
+/// cheap run or two. A scenario's weight is
+/// `(SIBLING_WEIGHT * siblings + kills + 1) / cost`: `kills` counts the
+/// mutants it killed among the earlier turns (those certainly judged),
+/// `siblings` those of them that changed one of the same statements as
+/// this turn's mutant (a scenario that told one mutant of `reap_scan`
+/// apart usually tells the next apart too), and `cost` is the statements
+/// its unmutated run executed ([`super::select::cost`]); ties go to the
+/// cheaper, then to the first by name. Before any kill that is cheapest
+/// first; a scenario that kills often is tried first even when it costs
+/// more, once its kills outweigh its cost.
 ///
 /// The order is deterministic: turn `k` (the `k`-th mutant, counted from 0
 /// across every stream of one target) sees the verdicts of turns
@@ -102,10 +105,36 @@ pub struct KillOrder {
     window: usize,
     /// The next turn [`KillOrder::turn`] hands out.
     next: AtomicUsize,
-    /// Per turn, once judged: the scenario that killed it, if one did.
-    judged: Mutex<Vec<Option<Option<usize>>>>,
+    /// Per turn, once judged: the scenario that killed it, if one did,
+    /// and the statements its mutant changed.
+    judged: Mutex<Vec<Option<Judged>>>,
     /// Woken when a turn is judged.
     recorded: Notify,
+}
+
+/// How much more a kill of a mutant of the same statement weighs than
+/// any other kill, in [`KillOrder`]'s weights. Measured by the scenario
+/// runs of `reapcheck mutate --db sqlite,postgres,mariadb` (its last line
+/// per target).
+pub const SIBLING_WEIGHT: u128 = 10;
+
+/// A judged turn of a [`KillOrder`].
+#[derive(Clone, Debug)]
+struct Judged {
+    /// The scenario that killed its mutant (an index), if one did.
+    killer: Option<usize>,
+    /// The statements its mutant changed.
+    changed: Vec<String>,
+}
+
+/// What the turns a turn sees found, per scenario (by index).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Kills {
+    /// Mutants killed.
+    all: Vec<usize>,
+    /// Mutants killed that changed one of the statements the turn's
+    /// mutant changes.
+    siblings: Vec<usize>,
 }
 
 /// One mutant's place in a [`KillOrder`]: taken with [`KillOrder::turn`],
@@ -126,18 +155,19 @@ impl<'a> From<&'a KillOrder> for Turn<'a> {
 }
 
 impl Turn<'_> {
-    /// Records that the mutant of this turn was killed by scenario
-    /// `killer` (an index), or by none.
-    fn judge(mut self, killer: Option<usize>) {
+    /// Records that the mutant of this turn, which changed the
+    /// statements `changed`, was killed by scenario `killer` (an index),
+    /// or by none.
+    fn judge(mut self, killer: Option<usize>, changed: &[String]) {
         self.judged = true;
-        self.order.record(self.index, killer);
+        self.order.record(self.index, Judged { killer, changed: changed.to_vec() });
     }
 }
 
 impl Drop for Turn<'_> {
     fn drop(&mut self) {
         if !self.judged {
-            self.order.record(self.index, None);
+            self.order.record(self.index, Judged { killer: None, changed: Vec::new() });
         }
     }
 }
@@ -170,52 +200,60 @@ impl KillOrder {
         Turn { order: self, index: self.next.fetch_add(1, Ordering::SeqCst), judged: false }
     }
 
-    fn record(&self, turn: usize, killer: Option<usize>) {
+    fn record(&self, turn: usize, verdict: Judged) {
         if let Ok(mut judged) = self.judged.lock() {
             if judged.len() <= turn {
                 judged.resize(turn + 1, None);
             }
-            judged[turn] = Some(killer);
+            judged[turn] = Some(verdict);
         }
         self.recorded.notify_waiters();
     }
 
     /// Per scenario, the kills among the turns before `turn - window + 1`,
-    /// once all of them are judged.
-    async fn kills_seen_by(&self, turn: usize) -> Vec<usize> {
+    /// once all of them are judged; siblings of a mutant that changed
+    /// `changed`.
+    async fn kills_seen_by(&self, turn: usize, changed: &[String]) -> Kills {
         let seen = (turn + 1).saturating_sub(self.window);
         loop {
             let notified = self.recorded.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if let Some(kills) = self.kills_before(seen) {
+            if let Some(kills) = self.kills_before(seen, changed) {
                 return kills;
             }
             notified.await;
         }
     }
 
-    /// Per scenario, the kills among turns `0..seen`; `None` while one of
-    /// them is not judged.
-    fn kills_before(&self, seen: usize) -> Option<Vec<usize>> {
+    /// Per scenario, the kills among turns `0..seen` (siblings: of a
+    /// mutant that changed one of `changed`); `None` while one of them is
+    /// not judged.
+    fn kills_before(&self, seen: usize, changed: &[String]) -> Option<Kills> {
         let judged = self.judged.lock().ok()?;
-        let mut kills = vec![0; self.costs.len()];
+        let mut kills = Kills { all: vec![0; self.costs.len()], siblings: vec![0; self.costs.len()] };
         for t in 0..seen {
-            if let Some(i) = *judged.get(t)?.as_ref()?
-                && let Some(k) = kills.get_mut(i)
-            {
-                *k += 1;
+            let turn = judged.get(t)?.as_ref()?;
+            let Some(i) = turn.killer.filter(|i| *i < self.costs.len()) else { continue };
+            kills.all[i] += 1;
+            if turn.changed.iter().any(|c| changed.contains(c)) {
+                kills.siblings[i] += 1;
             }
         }
         Some(kills)
     }
 
     /// `candidates` (scenario indices) in the order to try them, given
-    /// each scenario's `kills` so far: most `(kills + 1) / cost` first,
-    /// then the cheaper, then by name.
-    fn ranked(&self, candidates: &[usize], kills: &[usize]) -> Vec<usize> {
+    /// each scenario's `kills` so far: most
+    /// `(SIBLING_WEIGHT * siblings + kills + 1) / cost` first, then the
+    /// cheaper, then by name.
+    fn ranked(&self, candidates: &[usize], kills: &Kills) -> Vec<usize> {
         let mut v = candidates.to_vec();
-        let weight = |i: usize| (kills.get(i).copied().unwrap_or(0) as u128 + 1, u128::from(self.costs[i]));
+        let count = |counts: &[usize], i: usize| counts.get(i).copied().unwrap_or(0) as u128;
+        let weight = |i: usize| {
+            let hits = SIBLING_WEIGHT * count(&kills.siblings, i) + count(&kills.all, i) + 1;
+            (hits, u128::from(self.costs[i]))
+        };
         v.sort_by(|&a, &b| {
             let ((ka, ca), (kb, cb)) = (weight(a), weight(b));
             // ka / ca > kb / cb, without division.
@@ -227,15 +265,24 @@ impl KillOrder {
         v
     }
 
-    /// `candidates` in the order `turn` tries them.
-    async fn order(&self, turn: usize, candidates: &[usize]) -> Vec<usize> {
-        let kills = self.kills_seen_by(turn).await;
-        self.ranked(candidates, &kills)
+    /// `candidates` in the order `turn`, whose mutant changed `changed`,
+    /// tries them.
+    #[cfg(test)]
+    async fn order(&self, turn: usize, changed: &[String], candidates: &[usize]) -> Vec<usize> {
+        self.order_tiers(turn, changed, &[candidates.to_vec()]).await
+    }
+
+    /// Each of `tiers` in the order `turn` tries it, one tier after
+    /// another.
+    async fn order_tiers(&self, turn: usize, changed: &[String], tiers: &[Vec<usize>]) -> Vec<usize> {
+        let kills = self.kills_seen_by(turn, changed).await;
+        tiers.iter().flat_map(|tier| self.ranked(tier, &kills)).collect()
     }
 }
 
 /// The first of `candidates` (scenario indices: those that can see the
-/// mutant) whose outcome on `mutant` (a dialect whose statements `changed`
+/// mutant, in tiers: the first tier tried before the second, each in its
+/// turn's order) whose outcome on `mutant` (a dialect whose statements `changed`
 /// differ from the original's) differs from the model's, in the order of
 /// its `turn` ([`KillOrder`]: cheap likely killers first; a `&KillOrder`
 /// takes its next turn); the rest are not run. A run that erred at the
@@ -247,15 +294,15 @@ pub async fn first_killer<'t>(
     server: &Server,
     mutant: &Dialect,
     changed: &[String],
-    candidates: &[usize],
+    candidates: &[Vec<usize>],
     scenarios: &[LoadedScenario],
     models: &[ModelRun],
     turn: impl Into<Turn<'t>>,
 ) -> Verdict {
     let turn = turn.into();
-    let order = turn.order.order(turn.index, candidates).await;
+    let order = turn.order.order_tiers(turn.index, changed, candidates).await;
     let (verdict, killer) = try_in_order(server, mutant, changed, &order, scenarios, models).await;
-    turn.judge(killer);
+    turn.judge(killer, changed);
     verdict
 }
 
@@ -375,11 +422,11 @@ mod tests {
         // The corpus order (and the old order: most kills first, then by
         // index) puts the 300-row scenario first; its cost puts it last.
         let order = KillOrder::weighed(vec![306, 4, 9], names(&["a-heavy", "b-light", "c-middle"]), 4);
-        assert_eq!(order.order(0, &[0, 1, 2]).await, [1, 2, 0]);
-        assert_eq!(order.order(0, &[0, 2]).await, [2, 0], "only the candidates");
+        assert_eq!(order.order(0, &[], &[0, 1, 2]).await, [1, 2, 0]);
+        assert_eq!(order.order(0, &[], &[0, 2]).await, [2, 0], "only the candidates");
         // Equal costs: by name, whatever the index.
         let order = KillOrder::weighed(vec![5, 5], names(&["z", "a"]), 1);
-        assert_eq!(order.order(0, &[0, 1]).await, [1, 0]);
+        assert_eq!(order.order(0, &[], &[0, 1]).await, [1, 0]);
     }
 
     #[tokio::test]
@@ -389,16 +436,36 @@ mod tests {
         // is below (0 + 1) / 10; two make it equal, and the tie goes to the
         // cheaper; a third puts it first.
         for _ in 0..3 {
-            order.turn().judge(Some(0));
+            order.turn().judge(Some(0), &[]);
         }
-        assert_eq!(order.order(1, &[0, 1, 2]).await, [1, 2, 0], "turn 1 saw one kill");
-        assert_eq!(order.order(2, &[0, 1, 2]).await, [1, 2, 0], "turn 2 saw two: a tie");
-        assert_eq!(order.order(3, &[0, 1, 2]).await, [0, 1, 2], "turn 3 saw three: (3 + 1) / 30 > 1 / 10");
-        order.turn().judge(Some(1));
-        assert_eq!(order.order(4, &[0, 1, 2]).await, [1, 0, 2], "turn 4 saw b's kill: 2 / 10 > 4 / 30");
+        assert_eq!(order.order(1, &[], &[0, 1, 2]).await, [1, 2, 0], "turn 1 saw one kill");
+        assert_eq!(order.order(2, &[], &[0, 1, 2]).await, [1, 2, 0], "turn 2 saw two: a tie");
+        assert_eq!(order.order(3, &[], &[0, 1, 2]).await, [0, 1, 2], "turn 3 saw three: (3 + 1) / 30 > 1 / 10");
+        order.turn().judge(Some(1), &[]);
+        assert_eq!(order.order(4, &[], &[0, 1, 2]).await, [1, 0, 2], "turn 4 saw b's kill: 2 / 10 > 4 / 30");
         // A turn dropped unjudged counts as no kill.
         drop(order.turn());
-        assert_eq!(order.order(5, &[0, 1, 2]).await, [1, 0, 2]);
+        assert_eq!(order.order(5, &[], &[0, 1, 2]).await, [1, 0, 2]);
+    }
+
+    #[tokio::test]
+    async fn a_kill_of_a_mutant_of_the_same_statement_weighs_more_than_another() {
+        let order = KillOrder::weighed(vec![20, 10], names(&["a", "b"]), 1);
+        order.turn().judge(Some(0), &names(&["reap_scan"]));
+        // A mutant of reap_scan: a's kill is a sibling's, (10 + 1 + 1) / 20 > 1 / 10.
+        assert_eq!(order.order(1, &names(&["reap_scan"]), &[0, 1]).await, [0, 1]);
+        // A mutant of another statement: (1 + 1) / 20 ties 1 / 10, and the tie goes to the cheaper.
+        assert_eq!(order.order(1, &names(&["claim"]), &[0, 1]).await, [1, 0]);
+        // A named mutant changing both counts it as a sibling's.
+        assert_eq!(order.order(1, &names(&["claim", "reap_scan"]), &[0, 1]).await, [0, 1]);
+    }
+
+    #[tokio::test]
+    async fn the_first_tier_is_tried_first_each_in_its_order() {
+        // b is cheapest, but only a and c returned enough rows to show the mutant.
+        let order = KillOrder::weighed(vec![300, 4, 9], names(&["a", "b", "c"]), 1);
+        assert_eq!(order.order_tiers(0, &[], &[vec![0, 2], vec![1]]).await, [2, 0, 1]);
+        assert_eq!(order.order_tiers(0, &[], &[vec![], vec![0, 1, 2]]).await, [1, 2, 0]);
     }
 
     #[tokio::test]
@@ -406,15 +473,15 @@ mod tests {
         let order = KillOrder::weighed(vec![10, 1], names(&["a", "b"]), 2);
         let (t0, t1, t2) = (order.turn(), order.turn(), order.turn());
         // Turn 1 sees nothing, so no turn in flight beside it changes its order.
-        t1.judge(Some(0));
-        assert_eq!(order.order(1, &[0, 1]).await, [1, 0]);
+        t1.judge(Some(0), &[]);
+        assert_eq!(order.order(1, &[], &[0, 1]).await, [1, 0]);
         // Turn 2 sees turn 0 alone, and waits until it is judged, whenever
         // turn 1 ended.
-        let waiting = order.order(2, &[0, 1]);
+        let waiting = order.order(2, &[], &[0, 1]);
         tokio::pin!(waiting);
         let mut context = std::task::Context::from_waker(std::task::Waker::noop());
         assert!(waiting.as_mut().poll(&mut context).is_pending(), "turn 0 is not judged yet");
-        t0.judge(Some(0));
+        t0.judge(Some(0), &[]);
         drop(t2);
         // One kill by a scenario 10x the other's cost: still the cheaper first.
         assert_eq!(waiting.await, [1, 0]);

@@ -13,10 +13,10 @@
 //! run executes, which [`super::kill::KillOrder`] uses to try cheap
 //! scenarios before expensive ones.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::dialect::Dialect;
-use crate::statement_log::Executed;
+use crate::statement_log::{Executed, Returned};
 
 /// The names of the statements a run executed (`legacy_reap_scan` for a
 /// legacy-schema text), from its log. A statement the run did not send
@@ -41,6 +41,33 @@ const LIFECYCLE: &[&str] =
 pub fn cost(log: &[Executed]) -> u64 {
     let n = log.iter().filter(|e| !LIFECYCLE.contains(&e.statement.as_str())).count();
     (n as u64).max(1)
+}
+
+/// Per statement, the most rows one execution of it returned (a query)
+/// or changed (an UPDATE, INSERT or DELETE) in a run, from its log.
+pub fn most_rows(log: &[Executed]) -> BTreeMap<String, u64> {
+    let mut most: BTreeMap<String, u64> = BTreeMap::new();
+    for e in log {
+        let rows = match e.returned {
+            Returned::Rows(n) => n as u64,
+            Returned::Changed(n) => n,
+            _ => 0,
+        };
+        let kept = most.entry(e.statement.clone()).or_default();
+        *kept = (*kept).max(rows);
+    }
+    most
+}
+
+/// `candidates` (scenario indices into `most`, one map per scenario from
+/// [`most_rows`]) split in two, each in its order: those in which
+/// `statement` returned or changed at least `rows` rows at once, and the
+/// rest. Zero `rows`: all in the first.
+pub fn by_rows(candidates: &[usize], most: &[BTreeMap<String, u64>], statement: &str, rows: u64) -> [Vec<usize>; 2] {
+    let (first, then) = candidates
+        .iter()
+        .partition(|&&i| rows == 0 || most.get(i).and_then(|m| m.get(statement)).is_some_and(|n| *n >= rows));
+    [first, then]
 }
 
 /// The names of the statements whose SQL differs between `original` and
@@ -98,6 +125,27 @@ mod tests {
         ];
         let names: Vec<_> = executed(&log).into_iter().collect();
         assert_eq!(names, ["insert_job", "reap_scan", "schema"]);
+    }
+
+    #[test]
+    fn most_rows_is_the_largest_result_or_change_of_each_statement_and_splits_the_candidates() {
+        let log = [
+            entry("insert_job", Returned::Done),
+            entry("reap_scan", Returned::Rows(2)),
+            entry("reap_scan", Returned::Rows(11)),
+            entry("reap_retry", Returned::Changed(3)),
+            entry("reap_retry", Returned::Changed(1)),
+        ];
+        let most = most_rows(&log);
+        assert_eq!(most["reap_scan"], 11);
+        assert_eq!(most["reap_retry"], 3);
+        assert_eq!(most["insert_job"], 0);
+        let small = most_rows(&[entry("reap_scan", Returned::Rows(1))]);
+        let maps = [small, most];
+        assert_eq!(by_rows(&[0, 1], &maps, "reap_scan", 11), [vec![1], vec![0]]);
+        assert_eq!(by_rows(&[0, 1], &maps, "reap_scan", 12), [vec![], vec![0, 1]], "none returned 12");
+        assert_eq!(by_rows(&[1, 0], &maps, "reap_scan", 0), [vec![1, 0], vec![]], "zero: all first, in order");
+        assert_eq!(by_rows(&[0, 1], &maps, "claim", 2), [vec![], vec![0, 1]], "a statement not run");
     }
 
     #[test]
