@@ -91,6 +91,24 @@ fn compare_prints_its_ratio_lines_in_the_documented_format() {
     assert!(times.is_match(&text), "{text}");
 }
 
+#[test]
+fn without_scripts_its_own_folder_is_removed_when_every_target_was_compared() {
+    let dir = Scratch::new("compare", "removed");
+    let tmp = dir.path("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let args = ["bench", "--compare", "--rounds", "1", "--db", "sqlite", "--only", "grace/floor"];
+    let o = common::clean_command(&dir.0, &args).env("TMPDIR", &tmp).output().unwrap();
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("1 round of sqlite3"), "one round, in the singular: {}", stdout(&o));
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().path()).collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    // Refused inputs make no folder at all.
+    let o =
+        common::clean_command(&dir.0, &["bench", "--compare", "--db", "oracle"]).env("TMPDIR", &tmp).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
+}
+
 /// SIGINT after the capture: no new round starts, the command says so and
 /// exits 130 (it ran every round to its end before, and exited 0).
 #[cfg(unix)]

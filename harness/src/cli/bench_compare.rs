@@ -30,8 +30,9 @@ pub struct CompareArgs {
     #[arg(long, value_name = "NAMES", requires = "compare")]
     pub only: Option<String>,
     /// `--compare`: where the captures (`<db>.jsonl`) and scripts
-    /// (`<db>.sql`) are written [default: a folder in the temporary
-    /// directory, kept].
+    /// (`<db>.sql`) are written, and kept [default: a folder in the
+    /// temporary directory, removed when every target was compared, kept
+    /// when one failed].
     #[arg(long, value_name = "DIR", requires = "compare")]
     pub scripts: Option<std::path::PathBuf>,
 }
@@ -45,24 +46,6 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
             return ExitCode::from(EXIT_INVALID);
         }
     };
-    let scripts = args
-        .scripts
-        .clone()
-        .unwrap_or_else(|| std::env::temp_dir().join(format!("reapcheck-compare-{}", std::process::id())));
-    // Made, and written once: a folder that exists but cannot be written
-    // (`/sys`) made the capturing run fail on its first statement.
-    let probe = scripts.join(format!(".reapcheck-write-{}", std::process::id()));
-    let writable = std::fs::create_dir_all(&scripts)
-        .and_then(|()| std::fs::write(&probe, b""))
-        .and_then(|()| std::fs::remove_file(&probe));
-    if let Err(e) = writable {
-        eprintln!(
-            "error: --scripts {}: cannot write in the folder ({e}): give a folder that can be written",
-            scripts.display()
-        );
-        return ExitCode::from(EXIT_INVALID);
-    }
-    let scripts = scripts.canonicalize().unwrap_or(scripts);
     let mut run_args = Vec::new();
     if let Some(s) = &inputs.scenarios {
         run_args.extend(["--scenarios".to_owned(), s.clone()]);
@@ -72,7 +55,6 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
         run_args.extend(["--dialects".to_owned(), d.to_string_lossy().into_owned()]);
     }
     run_args.extend(args.only.iter().flat_map(|o| o.split(',')).filter(|f| !f.is_empty()).map(str::to_owned));
-    let settings = Settings { exe, rounds: usize::from(args.rounds), run_args, scripts };
     let mut targets: Vec<&str> = Vec::new();
     for t in db.split(',').map(str::trim).filter(|t| !t.is_empty()) {
         if !targets.contains(&t) {
@@ -98,6 +80,25 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
         super::inputs::report(&errors);
         return ExitCode::from(EXIT_INVALID);
     }
+    let scripts = args
+        .scripts
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("reapcheck-compare-{}", std::process::id())));
+    // Made, and written once: a folder that exists but cannot be written
+    // (`/sys`) made the capturing run fail on its first statement.
+    let probe = scripts.join(format!(".reapcheck-write-{}", std::process::id()));
+    let writable = std::fs::create_dir_all(&scripts)
+        .and_then(|()| std::fs::write(&probe, b""))
+        .and_then(|()| std::fs::remove_file(&probe));
+    if let Err(e) = writable {
+        eprintln!(
+            "error: --scripts {}: cannot write in the folder ({e}): give a folder that can be written",
+            scripts.display()
+        );
+        return ExitCode::from(EXIT_INVALID);
+    }
+    let scripts = scripts.canonicalize().unwrap_or(scripts);
+    let settings = Settings { exe, rounds: usize::from(args.rounds), run_args, scripts: scripts.clone() };
     interrupt::install();
     let mut ok = true;
     for target in targets {
@@ -114,5 +115,15 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
     if interrupt::interrupted().is_some() {
         return ExitCode::from(interrupt::exit_code());
     }
-    if ok { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
+    if !ok {
+        return ExitCode::from(EXIT_FAILED);
+    }
+    // A folder of its own, in the temporary directory: nothing to keep.
+    if args.scripts.is_none() {
+        match std::fs::remove_dir_all(&scripts) {
+            Ok(()) => println!("removed {} (give --scripts DIR to keep the scripts)", scripts.display()),
+            Err(e) => eprintln!("warning: cannot remove {}: {e}", scripts.display()),
+        }
+    }
+    ExitCode::SUCCESS
 }

@@ -42,8 +42,8 @@ pub fn compare_adapter(settings: &Settings, sql: &str) -> bool {
         return false;
     }
     println!(
-        "{adapter}: {} rounds of run --db {sql},{adapter} --jobs 1 (case times in microseconds from its outcomes.json)",
-        settings.rounds
+        "{adapter}: {} of run --db {sql},{adapter} --jobs 1 (case times in microseconds from its outcomes.json)",
+        super::rounds(settings.rounds)
     );
     let load_before = load_average();
     let mut per_scenario: BTreeMap<String, Vec<f64>> = BTreeMap::new();
@@ -117,10 +117,10 @@ pub fn compare_adapter(settings: &Settings, sql: &str) -> bool {
     let corpus: Vec<f64> = adapter_totals.iter().zip(&sql_totals).map(|(a, s)| a / s.max(1e-9)).collect();
     println!(
         "{adapter} / {sql}, per scenario: median {:.2}x   p90 {p90:.2}x   max {max:.2}x ({worst})   over 2x: {over} of {}   \
-         (medians of {} rounds)",
+         (medians of {})",
         median(&values).unwrap_or(0.0),
         values.len(),
-        settings.rounds
+        super::rounds(settings.rounds)
     );
     println!(
         "{adapter} / {sql}, corpus case time: {:.2}x   medians {adapter} {}   {sql} {}   (load average {load_before} \

@@ -344,6 +344,11 @@ pub fn secs(d: Duration) -> String {
     format!("{:.2}s", d.as_secs_f64())
 }
 
+/// `n` rounds, in words: `1 round`, `5 rounds`.
+pub fn rounds(n: usize) -> String {
+    if n == 1 { "1 round".to_owned() } else { format!("{n} rounds") }
+}
+
 /// Captures one pass of `target`, writes its script, and times the rounds;
 /// prints the target's lines. False when anything failed.
 pub fn compare_target(settings: &Settings, target: &str) -> bool {
@@ -394,10 +399,10 @@ pub fn compare_target(settings: &Settings, target: &str) -> bool {
     }
     let strict = failed == 0;
     println!(
-        "{target}: {statements} statements ({failed} failed in reapcheck's run{}) in {}; {} rounds of {}, run --jobs 1, run",
+        "{target}: {statements} statements ({failed} failed in reapcheck's run{}) in {}; {} of {}, run --jobs 1, run",
         if strict { "" } else { ", replayed too: the client goes on past errors" },
         script_file.display(),
-        settings.rounds,
+        rounds(settings.rounds),
         client.name()
     );
     let load_before = load_average();
@@ -467,6 +472,11 @@ pub fn compare_target(settings: &Settings, target: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_round_is_said_in_the_singular() {
+        assert_eq!((rounds(1), rounds(5)), ("1 round".to_owned(), "5 rounds".to_owned()));
+    }
 
     fn sql(session: u64, s: &str) -> Event {
         Event::Sql { session, sql: s.into(), returned: "changed 0".into() }
