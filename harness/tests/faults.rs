@@ -508,7 +508,7 @@ async fn a_mutant_that_recurses_forever_is_killed_by_the_time_limit() {
         let changed = ["reap_scan".to_owned()];
         let found = tokio::time::timeout(
             std::time::Duration::from_secs(120),
-            first_killer(&server, &mutant, &changed, &candidates, &scenarios, &models, &order),
+            first_killer(&server, &mutant, &changed, &[candidates], &scenarios, &models, &order),
         )
         .await
         .unwrap_or_else(|_| panic!("hung: the mutant on {target} did not end within 120 s"))

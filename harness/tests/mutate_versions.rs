@@ -127,7 +127,7 @@ async fn claim_mutant(server: &reapcheck::backend::Server, dialect: &Dialect, fr
     let candidates: Vec<usize> = (0..scenarios.len()).collect();
     let order = KillOrder::new(scenarios.len());
     let changed = ["claim".to_owned()];
-    first_killer(server, &mutant, &changed, &candidates, &scenarios, &models, &order).await.found
+    first_killer(server, &mutant, &changed, &[candidates], &scenarios, &models, &order).await.found
 }
 
 #[tokio::test]
