@@ -102,6 +102,16 @@ fn without_scripts_its_own_folder_is_removed_when_every_target_was_compared() {
     assert!(stdout(&o).contains("1 round of sqlite3"), "one round, in the singular: {}", stdout(&o));
     let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().path()).collect();
     assert!(left.is_empty(), "left behind: {left:?}");
+    // A failure keeps its folder, and says where.
+    let o = common::clean_command(&dir.0, &["bench", "--compare", "--db", "postgres", "--rounds", "1"])
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "no URL: {}{}", stdout(&o), stderr(&o));
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(stdout(&o).contains(&format!("kept {}", left[0].display())), "{}", stdout(&o));
+    std::fs::remove_dir_all(&left[0]).unwrap();
     // Refused inputs make no folder at all.
     let o =
         common::clean_command(&dir.0, &["bench", "--compare", "--db", "oracle"]).env("TMPDIR", &tmp).output().unwrap();
@@ -151,6 +161,62 @@ fn a_signal_stops_compare_between_rounds_with_exit_130() {
     assert_eq!(status.code(), Some(130), "{text}");
     assert!(text.contains("sqlite: interrupted by SIGINT"), "{text}");
     assert!(!text.contains("run --jobs 1 / sqlite3:"), "no figure from the rounds cut short: {text}");
+}
+
+/// SIGTERM to reapcheck alone while the client replays: the client is
+/// ended too, not left replaying without a parent (a stranger's `psql`
+/// went on for its whole script), and the default folder is removed.
+#[cfg(unix)]
+#[test]
+fn a_signal_mid_replay_ends_the_client_too() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = Scratch::new("compare", "client-signal");
+    let bin = dir.path("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let pid_file = dir.path("client.pid");
+    // A sqlite3 that answers --version and otherwise never ends.
+    let fake = format!(
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 3.40.1; exit 0; fi\necho $$ > {}\nexec sleep 600\n",
+        pid_file.display()
+    );
+    let script = bin.join("sqlite3");
+    std::fs::write(&script, fake).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let tmp = dir.path("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let args = ["bench", "--compare", "--rounds", "1", "--db", "sqlite", "--only", "grace/floor"];
+    let mut child = common::clean_command(&dir.0, &args)
+        .env("PATH", path)
+        .env("TMPDIR", &tmp)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("reapcheck starts");
+    let guard = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    let client: libc::pid_t = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file).ok().and_then(|t| t.trim().parse().ok()) {
+            break pid;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "reapcheck ended before the replay");
+        assert!(std::time::Instant::now() < guard, "the replay never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // SAFETY: kill(2) on the child's pid, which has not been waited for.
+    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) }, 0);
+    let output = child.wait_with_output().unwrap();
+    let text = format!("{}{}", stdout(&output), stderr(&output));
+    assert_eq!(output.status.code(), Some(130), "{text}");
+    // SAFETY: kill(2) with signal 0 only asks whether the process exists.
+    let alive = unsafe { libc::kill(client, 0) } == 0;
+    if alive {
+        // SAFETY: as above; the test's own leftover.
+        unsafe { libc::kill(client, libc::SIGKILL) };
+    }
+    assert!(!alive, "the client (pid {client}) was left running: {text}");
+    // Its own folder is removed: nothing in it is worth keeping.
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().path()).collect();
+    assert!(left.is_empty(), "left behind: {left:?}\n{text}");
 }
 
 #[test]

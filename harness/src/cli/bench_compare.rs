@@ -31,8 +31,8 @@ pub struct CompareArgs {
     pub only: Option<String>,
     /// `--compare`: where the captures (`<db>.jsonl`) and scripts
     /// (`<db>.sql`) are written, and kept [default: a folder in the
-    /// temporary directory, removed when every target was compared, kept
-    /// when one failed].
+    /// temporary directory, removed when every target was compared or a
+    /// signal stopped it, kept and named when one failed].
     #[arg(long, value_name = "DIR", requires = "compare")]
     pub scripts: Option<std::path::PathBuf>,
 }
@@ -112,18 +112,22 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
             compare::compare_target(&settings, target)
         };
     }
-    if interrupt::interrupted().is_some() {
-        return ExitCode::from(interrupt::exit_code());
-    }
-    if !ok {
-        return ExitCode::from(EXIT_FAILED);
-    }
-    // A folder of its own, in the temporary directory: nothing to keep.
+    let interrupted = interrupt::interrupted().is_some();
+    // A folder of its own, in the temporary directory: removed when there
+    // is nothing to look at (every target compared, or interrupted), kept
+    // and named when a target failed, whose lines name its files.
     if args.scripts.is_none() {
-        match std::fs::remove_dir_all(&scripts) {
-            Ok(()) => println!("removed {} (give --scripts DIR to keep the scripts)", scripts.display()),
-            Err(e) => eprintln!("warning: cannot remove {}: {e}", scripts.display()),
+        if ok || interrupted {
+            match std::fs::remove_dir_all(&scripts) {
+                Ok(()) => println!("removed {} (give --scripts DIR to keep the scripts)", scripts.display()),
+                Err(e) => eprintln!("warning: cannot remove {}: {e}", scripts.display()),
+            }
+        } else {
+            println!("kept {} for the failure above (remove it when done)", scripts.display());
         }
     }
-    ExitCode::SUCCESS
+    if interrupted {
+        return ExitCode::from(interrupt::exit_code());
+    }
+    if ok { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
 }

@@ -278,13 +278,11 @@ pub fn client_errors(stderr: &str) -> usize {
 /// [`timed`], where a client that printed exactly `errors` errors (the
 /// statements that failed in reapcheck's run too) succeeded whatever its
 /// exit status.
-pub fn timed_allowing(mut cmd: Command, what: &str, errors: Option<usize>) -> Result<Duration, String> {
+pub fn timed_allowing(cmd: Command, what: &str, errors: Option<usize>) -> Result<Duration, String> {
     if let Some(signal) = crate::interrupt::interrupted() {
         return Err(format!("{what}: not started: interrupted by {signal}"));
     }
-    let start = Instant::now();
-    let out = cmd.output().map_err(|e| format!("{what}: cannot start: {e}"))?;
-    let took = start.elapsed();
+    let (out, took) = run_to_end(cmd).map_err(|e| format!("{what}: {e}"))?;
     let stderr = String::from_utf8_lossy(&out.stderr);
     let expected = errors.is_none_or(|n| client_errors(&stderr) == n);
     if expected && (out.status.success() || errors.is_some()) {
@@ -303,6 +301,100 @@ pub fn timed_allowing(mut cmd: Command, what: &str, errors: Option<usize>) -> Re
     let tail: Vec<&str> = said.lines().filter(|l| !l.trim().is_empty()).rev().take(5).collect();
     let tail: Vec<&str> = tail.into_iter().rev().collect();
     Err(format!("{what}: {}: {}", out.status, crate::redact::text(&tail.join(" | "))))
+}
+
+/// Runs `cmd` to its end, its output captured: the output and the wall
+/// time until it exited. Ctrl-C or SIGTERM (`crate::interrupt`) ends the
+/// child too (SIGTERM, then SIGKILL a second later): a signal sent to
+/// reapcheck alone reached only reapcheck, and a client replaying a
+/// script went on without a parent.
+///
+/// # Errors
+///
+/// The child cannot start; it was ended by a signal to reapcheck.
+#[cfg(unix)]
+fn run_to_end(mut cmd: Command) -> Result<(std::process::Output, Duration), String> {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let start = Instant::now();
+    let mut child = cmd.spawn().map_err(|e| format!("cannot start: {e}"))?;
+    let read = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = read(child.stdout.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
+    let stderr = read(child.stderr.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
+    let pid = libc::pid_t::try_from(child.id()).unwrap_or(libc::pid_t::MAX);
+    let exited = Arc::new(AtomicBool::new(false));
+    let ended_by_signal = Arc::new(AtomicBool::new(false));
+    let watcher = {
+        let (exited, ended_by_signal) = (Arc::clone(&exited), Arc::clone(&ended_by_signal));
+        std::thread::spawn(move || {
+            let mut since: Option<Instant> = None;
+            while !exited.load(Ordering::SeqCst) {
+                if crate::interrupt::interrupted().is_some() {
+                    let signal = match since {
+                        None => libc::SIGTERM,
+                        Some(t) if t.elapsed() >= Duration::from_secs(1) => libc::SIGKILL,
+                        Some(_) => 0,
+                    };
+                    if signal != 0 {
+                        // SAFETY: kill(2) on the child's pid, which is not
+                        // reaped until this thread is joined (the waiting
+                        // thread waits with WNOWAIT first), so it is never
+                        // another process's.
+                        unsafe { libc::kill(pid, signal) };
+                        ended_by_signal.store(true, Ordering::SeqCst);
+                        since.get_or_insert_with(Instant::now);
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    // Waits for the exit without reaping it, so the watcher's pid stays
+    // the child's until the watcher is joined.
+    loop {
+        // SAFETY: waitid(2) writes only into `info`, a zeroed siginfo_t.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let id = libc::id_t::try_from(pid).unwrap_or(0);
+        let r = unsafe { libc::waitid(libc::P_PID, id, &mut info, libc::WEXITED | libc::WNOWAIT) };
+        if r == 0 || std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+            break;
+        }
+    }
+    let took = start.elapsed();
+    exited.store(true, Ordering::SeqCst);
+    let _ = watcher.join();
+    let status = child.wait().map_err(|e| format!("cannot wait for it: {e}"))?;
+    let output = std::process::Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    };
+    if ended_by_signal.load(Ordering::SeqCst) {
+        let signal = crate::interrupt::interrupted().unwrap_or("a signal");
+        return Err(format!("ended: interrupted by {signal}"));
+    }
+    Ok((output, took))
+}
+
+/// Runs `cmd` to its end, its output captured: the output and its wall
+/// time.
+///
+/// # Errors
+///
+/// The child cannot start.
+#[cfg(not(unix))]
+fn run_to_end(mut cmd: Command) -> Result<(std::process::Output, Duration), String> {
+    let start = Instant::now();
+    let out = cmd.output().map_err(|e| format!("cannot start: {e}"))?;
+    Ok((out, start.elapsed()))
 }
 
 /// A child `reapcheck run --db <target>` with `extra` arguments (`--jobs
