@@ -3,12 +3,10 @@
 //! reapcheck and an adapter take turns: a request goes one way, its reply
 //! comes back a few microseconds of work later. When the reader sleeps in
 //! the runtime's `epoll_wait` meanwhile, every turn pays a wake-up of a
-//! process on another CPU, which on a virtual machine is a host round
-//! trip: on the 2-CPU machine of README's Performance section, a one-byte
-//! ping-pong between two processes took 31 to 40 µs a round trip
-//! sleeping and 1.4 µs polling. A SQLite scenario's turns are each a few
-//! microseconds of work, so those wake-ups were most of what the adapter
-//! target added to SQL mode.
+//! process on another CPU, which on a virtual machine is a trip through
+//! the host, longer than a small SQLite scenario's turn: those wake-ups
+//! were most of what the adapter target added to SQL mode (README,
+//! Performance: `bench --compare --adapter --db sqlite` before and after).
 //!
 //! [`SpinRead`] wraps a non-blocking pipe: when the inner read is pending
 //! (so the runtime will wake the task when data comes, as usual), it
@@ -19,7 +17,10 @@
 //! wait is longer for it: the data that comes while it spins is returned
 //! at once, and a later wake-up of the task finds nothing and sleeps
 //! again (the runtime's edge-triggered readiness is only ever stale
-//! towards "ready", which costs one empty read).
+//! towards "ready", which costs one empty read). The poll runs inside
+//! `poll_read`, so it holds the runtime's thread for up to [`SPIN`] a
+//! wait: another task on that thread (an adapter's stderr reader, a
+//! signal) waits that long at most.
 //!
 //! Off Unix it is the inner reader unchanged.
 
@@ -29,10 +30,12 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, ReadBuf};
 
-/// How long a read polls before it sleeps, in microseconds of wall time:
-/// longer than a reply to a SQLite request or the client's judging between
-/// two scenarios takes on a 2-CPU machine, far shorter than a scenario.
-/// `bench --compare --adapter --db sqlite` chose it (README, Performance).
+/// How long a read polls before it sleeps (200 microseconds of wall
+/// time): longer than a reply to a SQLite request or the client's judging
+/// between two scenarios takes on a 2-CPU machine, far shorter than a
+/// scenario. Of 50, 200 and 1,000 microseconds, 200 gave the lowest
+/// per-scenario ratio of `bench --compare --adapter --db sqlite` on the
+/// machine of README's Performance section.
 pub const SPIN: Duration = Duration::from_micros(200);
 
 /// A reader that polls its pipe for up to [`SPIN`] before it sleeps; see
