@@ -495,7 +495,7 @@ async fn mutate_into(
     let generated = stream::iter(g.mutants.iter().map(|m| (m, order.turn())).map(|(m, turn)| async {
         let changed = std::slice::from_ref(&m.statement);
         let candidates = select::select(changed, by_generated);
-        let tiers = select::by_rows(&candidates, rows, &m.statement, m.rows_to_differ());
+        let tiers = select::by_rows(&candidates, rows, &m.statement, m.rows_to_differ);
         first_killer(&server, &m.apply(&g.round_trip), changed, &tiers, scenarios, models, turn).await
     }))
     .buffered(jobs)

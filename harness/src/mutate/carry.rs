@@ -555,6 +555,7 @@ mod tests {
             origin: String::new(),
             before: String::new(),
             after: String::new(),
+            rows_to_differ: 0,
         };
         let port = [m("s: replace constant 0 with 1 at 1:5"), m("s: replace constant 0 with 1 at 2:5")];
         let e = corresponding("s: replace constant 0 with 1 at 9:9", None, &Renames::default(), &port).unwrap_err();

@@ -13,8 +13,25 @@ use super::parse::limits_with_top;
 use super::walk::{Node, Seen};
 use crate::dialect::text::Grammar;
 
-/// A mutated statement: its operator, what was done in words, the tree.
-pub type Edited = (Operator, String, Ast);
+/// A mutated statement.
+pub struct Edited {
+    /// The operator it comes from.
+    pub operator: Operator,
+    /// What was done, in words.
+    pub description: String,
+    /// The mutated tree.
+    pub ast: Ast,
+    /// How many rows the statement must return at once for the edit to
+    /// show: `n + 1` for an appended `LIMIT n`, else 0
+    /// (`GeneratedMutant::rows_to_differ`).
+    pub rows_to_differ: u64,
+}
+
+impl Edited {
+    fn new(operator: Operator, description: String, ast: Ast) -> Edited {
+        Edited { operator, description, ast, rows_to_differ: 0 }
+    }
+}
 
 /// A proposed node replacement: its operator, what it does, the node.
 pub type Proposal = ((Operator, String), Node);
@@ -98,7 +115,7 @@ pub fn edits(ast: &Ast, syntax: Grammar) -> Vec<Edited> {
                 Ast::Delete(d) => d.selection = rest,
                 _ => {}
             }
-            out.push((Operator::DropConjunct, drop_description(n, &conjunct, ""), new));
+            out.push(Edited::new(Operator::DropConjunct, drop_description(n, &conjunct, ""), new));
         }
     }
     if let Ast::Query(q) = ast {
@@ -110,7 +127,7 @@ pub fn edits(ast: &Ast, syntax: Grammar) -> Vec<Edited> {
         for (i, a) in u.assignments.iter().enumerate() {
             let mut new = u.clone();
             new.assignments.remove(i);
-            out.push((Operator::DropAssignment, format!("drop SET assignment `{a}`"), Ast::Update(new)));
+            out.push(Edited::new(Operator::DropAssignment, format!("drop SET assignment `{a}`"), Ast::Update(new)));
         }
     }
     out.extend(swaps(ast));
@@ -138,7 +155,12 @@ fn limits(q: &sqlparser::ast::Query, syntax: Grammar) -> Vec<Edited> {
                 Some(LimitClause::LimitOffset { limit: Some(limit), offset: None, limit_by: Vec::new() });
         }
         let shown = if limits_with_top(syntax) { format!("add TOP {n}") } else { format!("append LIMIT {n}") };
-        out.push((Operator::AppendLimit, shown, Ast::Query(Box::new(new))));
+        out.push(Edited {
+            operator: Operator::AppendLimit,
+            description: shown,
+            ast: Ast::Query(Box::new(new)),
+            rows_to_differ: n.saturating_add(1),
+        });
     }
     out
 }
@@ -214,7 +236,7 @@ fn swaps(ast: &Ast) -> Vec<Edited> {
                 }
                 ControlFlow::<()>::Continue(())
             });
-            out.push((Operator::SwapParameters, format!("swap {from} with {to}"), new));
+            out.push(Edited::new(Operator::SwapParameters, format!("swap {from} with {to}"), new));
         }
     }
     out
@@ -230,7 +252,7 @@ mod tests {
         let ast = parse(sql, syntax).unwrap();
         let mut out: Vec<(String, String)> =
             sites(&ast, propose).iter().map(|s| (s.value.1.clone(), edit(&ast, s).to_string())).collect();
-        out.extend(edits(&ast, syntax).into_iter().map(|(_, d, a)| (d, a.to_string())));
+        out.extend(edits(&ast, syntax).into_iter().map(|e| (e.description, e.ast.to_string())));
         out
     }
 

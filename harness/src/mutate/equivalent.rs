@@ -424,6 +424,7 @@ mod tests {
             origin: "x/readback.sql:3".to_owned(),
             before: "SELECT id FROM jobs ORDER BY id".to_owned(),
             after: "SELECT id FROM jobs".to_owned(),
+            rows_to_differ: 2,
         }
     }
 

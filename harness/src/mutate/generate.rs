@@ -88,6 +88,17 @@ pub struct GeneratedMutant {
     pub before: String,
     /// The mutated SQL.
     pub after: String,
+    /// How many rows its statement must return (or change) in a run for
+    /// this mutant to change that run, when the edit is to the statement's
+    /// own result: `n + 1` for an appended `LIMIT n` (`TOP n`), 2 for a
+    /// dropped `ORDER BY`, else 0 (any run may show it). A run in which
+    /// every execution of the statement stayed below that sends the mutant
+    /// the same replies, so its outcome is the same; but an edit of a
+    /// subquery is not bounded by the rows the statement returns, so this
+    /// only orders the scenarios tried (`super::kill::first_killer`),
+    /// never leaves one out.
+    /// Set where the edit is made (`clauses::limits` carries its `n`).
+    pub rows_to_differ: u64,
 }
 
 /// A statement the parser could not read: its mutants are not generated.
@@ -124,29 +135,6 @@ impl GeneratedMutant {
     pub fn apply(&self, dialect: &Dialect) -> Dialect {
         dialect.with_sql(&self.statement, self.after.clone())
     }
-
-    /// How many rows its statement must return (or change) in a run for
-    /// this mutant to change that run, when the edit is to the statement's
-    /// own result: `n + 1` for an appended `LIMIT n` (`TOP n`), 2 for a
-    /// dropped `ORDER BY`, else 0 (any run may show it). A run in which
-    /// every execution of the statement stayed below that sends the mutant
-    /// the same replies, so its outcome is the same; but an edit of a
-    /// subquery is not bounded by the rows the statement returns, so this
-    /// only orders the scenarios tried (`super::kill::first_killer`),
-    /// never leaves one out.
-    pub fn rows_to_differ(&self) -> u64 {
-        match self.operator {
-            Operator::DropOrderBy => 2,
-            Operator::AppendLimit => {
-                let n = ["LIMIT ", "TOP "].iter().find_map(|word| {
-                    let (_, after) = self.id.rsplit_once(word)?;
-                    after.split(|c: char| !c.is_ascii_digit()).next()?.parse::<u64>().ok()
-                });
-                n.map_or(0, |n| n.saturating_add(1))
-            }
-            _ => 0,
-        }
-    }
 }
 
 /// Generates the mutants of every Update and Query statement of `dialect`,
@@ -182,23 +170,26 @@ pub fn generate(dialect: &Dialect, syntax: Grammar) -> Generation {
 /// The mutants of one parsed statement, without duplicates (two edits that
 /// print the same SQL are one mutant) and without edits that change nothing.
 fn of_statement(s: &Statement, ast: &sqlparser::ast::Statement, before: &str, syntax: Grammar) -> Vec<GeneratedMutant> {
-    let mut edited: Vec<(Operator, String, String)> = Vec::new();
+    // (operator, description, SQL, rows to differ)
+    let mut edited: Vec<(Operator, String, String, u64)> = Vec::new();
     for site in sites(ast, |seen| {
         let mut p = clauses::propose(seen);
         p.extend(exprs::propose(seen, syntax));
         p
     }) {
         let (operator, description) = site.value.clone();
-        edited.push((operator, description, edit(ast, &site).to_string()));
+        // A dropped `ORDER BY` shows only in two rows or more.
+        let rows = if operator == Operator::DropOrderBy { 2 } else { 0 };
+        edited.push((operator, description, edit(ast, &site).to_string(), rows));
     }
-    for (operator, description, new) in clauses::edits(ast, syntax) {
-        edited.push((operator, description, new.to_string()));
+    for e in clauses::edits(ast, syntax) {
+        edited.push((e.operator, e.description, e.ast.to_string(), e.rows_to_differ));
     }
-    edited.sort_by_key(|(operator, _, _)| Operator::ALL.iter().position(|o| o == operator));
+    edited.sort_by_key(|(operator, ..)| Operator::ALL.iter().position(|o| o == operator));
     let mut seen_sql = BTreeSet::from([before.to_owned()]);
     let mut ids = BTreeSet::new();
     let mut out = Vec::new();
-    for (operator, description, after) in edited {
+    for (operator, description, after, rows_to_differ) in edited {
         if !seen_sql.insert(after.clone()) {
             continue;
         }
@@ -216,6 +207,7 @@ fn of_statement(s: &Statement, ast: &sqlparser::ast::Statement, before: &str, sy
             origin: s.origin.clone(),
             before: before.to_owned(),
             after,
+            rows_to_differ,
         });
     }
     out
@@ -268,9 +260,9 @@ mod tests {
                     Operator::AppendLimit => panic!("{name}: a limit that is not in LIMITS: {}", m.id),
                     _ => 0,
                 };
-                assert_eq!(m.rows_to_differ(), expected, "{name}: {}", m.id);
+                assert_eq!(m.rows_to_differ, expected, "{name}: {}", m.id);
             }
-            assert!(g.mutants.iter().any(|m| m.rows_to_differ() == 1001), "{name} has a LIMIT 1000 mutant");
+            assert!(g.mutants.iter().any(|m| m.rows_to_differ == 1001), "{name} has a LIMIT 1000 mutant");
         }
     }
 }

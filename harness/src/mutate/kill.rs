@@ -128,7 +128,7 @@ struct Judged {
 }
 
 /// What the turns a turn sees found, per scenario (by index).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 struct Kills {
     /// Mutants killed.
     all: Vec<usize>,
