@@ -102,12 +102,15 @@ fn without_scripts_its_own_folder_is_removed_when_every_target_was_compared() {
     assert!(stdout(&o).contains("1 round of sqlite3"), "one round, in the singular: {}", stdout(&o));
     let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().path()).collect();
     assert!(left.is_empty(), "left behind: {left:?}");
-    // A failure keeps its folder, and says where.
-    let o = common::clean_command(&dir.0, &["bench", "--compare", "--db", "postgres", "--rounds", "1"])
+    // A failure keeps its folder, and says where (here: no sqlite3 on PATH).
+    let empty = dir.path("no-clients");
+    std::fs::create_dir_all(&empty).unwrap();
+    let o = common::clean_command(&dir.0, &["bench", "--compare", "--db", "sqlite", "--rounds", "1"])
         .env("TMPDIR", &tmp)
+        .env("PATH", &empty)
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(1), "no URL: {}{}", stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(1), "no client: {}{}", stdout(&o), stderr(&o));
     let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().path()).collect();
     assert_eq!(left.len(), 1, "{left:?}");
     assert!(stdout(&o).contains(&format!("kept {}", left[0].display())), "{}", stdout(&o));
@@ -266,6 +269,31 @@ fn compare_takes_a_folder_that_is_not_the_whole_corpus_and_refuses_what_it_canno
     assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
     assert!(stderr(&o).contains("bad.yaml:3:"), "{}", stderr(&o));
     assert!(stdout(&o).is_empty(), "nothing ran: {}", stdout(&o));
+    // `--only` matching no scenario: exit 2 before anything runs, not a
+    // run per target that refuses it with exit 1.
+    let o = clean_run(&dir.0, &["bench", "--compare", "--db", "sqlite", "--only", "no-such-scenario"]);
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("--only no-such-scenario: no scenario in"), "{}", stderr(&o));
+    assert!(stdout(&o).is_empty(), "nothing ran: {}", stdout(&o));
+    // A database target without its URL (the environment is cleared), in
+    // either comparison: exit 2 naming the variable, never `--allow-skip`.
+    for args in [
+        &["bench", "--compare", "--db", "sqlite,postgres"][..],
+        &["bench", "--compare", "--adapter", "--db", "sqlite,mssql"][..],
+    ] {
+        let o = clean_run(&dir.0, args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}{}", stdout(&o), stderr(&o));
+        assert!(stderr(&o).contains("_URL is not set"), "{args:?}: {}", stderr(&o));
+        assert!(!stderr(&o).contains("allow-skip") && stdout(&o).is_empty(), "{args:?}: {}{}", stdout(&o), stderr(&o));
+    }
+    // A flag of another mode of `bench`: refused, not silently ignored.
+    for flag in [&["--iterations", "3"][..], &["--scale"][..], &["--sizes", "10,20"][..]] {
+        let mut args = vec!["bench", "--compare", "--db", "sqlite"];
+        args.extend_from_slice(flag);
+        let o = clean_run(&dir.0, &args);
+        assert_eq!(o.status.code(), Some(2), "{flag:?}: {}{}", stdout(&o), stderr(&o));
+        assert!(stderr(&o).contains("cannot be used with"), "{flag:?}: {}", stderr(&o));
+    }
     // No client on PATH: said before the capture, with what to install.
     let empty = dir.path("no-clients");
     std::fs::create_dir_all(&empty).unwrap();

@@ -28,29 +28,29 @@ pub struct BenchArgs {
     #[arg(long, default_value = "sqlite")]
     db: String,
     /// Passes over the corpus per target.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, conflicts_with = "compare")]
     iterations: usize,
     /// Measure the reaper at scale instead of the corpus: load each size,
     /// time `reap_scan` and the reap UPDATEs, print and judge the scan's
     /// plan, and report the growth ratio t(largest)/t(smallest).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "compare")]
     scale: bool,
     /// `--scale`: table sizes in rows, comma-separated, ascending.
-    #[arg(long, default_value = "10000,100000,1000000", value_name = "ROWS")]
+    #[arg(long, default_value = "10000,100000,1000000", value_name = "ROWS", conflicts_with = "compare")]
     sizes: String,
     /// `--scale`: processing rows, the same at every size.
-    #[arg(long, default_value_t = 10_000, value_name = "ROWS")]
+    #[arg(long, default_value_t = 10_000, value_name = "ROWS", conflicts_with = "compare")]
     processing: usize,
     /// `--scale`: stale rows among the processing ones (the scan's
     /// candidates).
-    #[arg(long, default_value_t = 1_000, value_name = "ROWS")]
+    #[arg(long, default_value_t = 1_000, value_name = "ROWS", conflicts_with = "compare")]
     stale: usize,
     /// `--scale`: timed scans per size (the median is reported).
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..), conflicts_with = "compare")]
     runs: u16,
     /// `--scale`: the largest growth ratio that passes [default: 3 on
     /// MySQL and MariaDB, 1.5 elsewhere].
-    #[arg(long, value_name = "RATIO")]
+    #[arg(long, value_name = "RATIO", conflicts_with = "compare")]
     max_growth: Option<f64>,
     #[command(flatten)]
     compare: super::bench_compare::CompareArgs,

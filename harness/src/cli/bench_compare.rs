@@ -54,7 +54,6 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
         let d = d.canonicalize().unwrap_or_else(|_| d.clone());
         run_args.extend(["--dialects".to_owned(), d.to_string_lossy().into_owned()]);
     }
-    run_args.extend(args.only.iter().flat_map(|o| o.split(',')).filter(|f| !f.is_empty()).map(str::to_owned));
     let mut targets: Vec<&str> = Vec::new();
     for t in db.split(',').map(str::trim).filter(|t| !t.is_empty()) {
         if !targets.contains(&t) {
@@ -74,11 +73,43 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
         );
         return ExitCode::from(EXIT_INVALID);
     }
+    // Refused before anything runs: a database target without a server to
+    // replay on (the capturing `run` would start a container or skip it,
+    // and the client has nothing to connect to).
+    for t in &targets {
+        let Some(target) = reapcheck::target::Target::from_name(t) else {
+            eprintln!("error: --compare --db {t}: no such target (one of {})", reapcheck::reach::target_names());
+            return ExitCode::from(EXIT_INVALID);
+        };
+        let variable = target.url_variable();
+        let url = std::env::var(&variable).ok().filter(|u| !u.trim().is_empty());
+        if target != reapcheck::target::Target::Sqlite && url.is_none() {
+            eprintln!(
+                "error: --compare --db {t}: {variable} is not set (or blank): set it to the server's URL, which the \
+                 capturing run and the client both use; nothing ran"
+            );
+            return ExitCode::from(EXIT_INVALID);
+        }
+    }
     // Refused before anything runs: scenarios that do not load (the runs
-    // it starts would each fail on them, with exit 1, not 2).
-    if let Err(errors) = inputs.scenarios(&[], false) {
-        super::inputs::report(&errors);
-        return ExitCode::from(EXIT_INVALID);
+    // it starts would each fail on them, with exit 1, not 2), and `--only`
+    // matching none of them (every run would refuse it, with exit 1).
+    let only: Vec<String> =
+        args.only.iter().flat_map(|o| o.split(',')).filter(|f| !f.is_empty()).map(str::to_owned).collect();
+    match inputs.scenarios(&only, false) {
+        Ok(s) if s.is_empty() => {
+            eprintln!(
+                "error: --only {}: no scenario in {} matches: nothing would run",
+                args.only.as_deref().unwrap_or_default(),
+                inputs.scenarios_shown()
+            );
+            return ExitCode::from(EXIT_INVALID);
+        }
+        Ok(_) => {}
+        Err(errors) => {
+            super::inputs::report(&errors);
+            return ExitCode::from(EXIT_INVALID);
+        }
     }
     let scripts = args
         .scripts
@@ -98,6 +129,7 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
         return ExitCode::from(EXIT_INVALID);
     }
     let scripts = scripts.canonicalize().unwrap_or(scripts);
+    run_args.extend(only);
     let settings = Settings { exe, rounds: usize::from(args.rounds), run_args, scripts: scripts.clone() };
     interrupt::install();
     let mut ok = true;
