@@ -183,6 +183,25 @@ impl Inputs {
         }
         if errors.is_empty() { Ok(loaded) } else { Err(errors) }
     }
+
+    /// The profile (`dialect.toml`) of each of `names` that has a readable
+    /// one, by name, the default profile where the file is absent; the
+    /// dialect's SQL is not read. A profile that does not read or parse is
+    /// left out: the run that selects its dialect reports it.
+    pub fn profiles(&self, names: &[String]) -> Vec<(String, reapcheck::dialect::Profile)> {
+        let Ok(project) = self.project() else { return Vec::new() };
+        let Ok(setting) = self.folder(&project) else { return Vec::new() };
+        let profile = |name: &String| {
+            let source = source_for(&project, &setting, name).ok()?;
+            let text = reapcheck::dialect::read_extra(&source, name, reapcheck::dialect::profile::FILE_NAME).ok()?;
+            let profile = match text {
+                Some(text) => reapcheck::dialect::Profile::parse(&text).ok()?,
+                None => reapcheck::dialect::Profile::default(),
+            };
+            Some((name.clone(), profile))
+        };
+        names.iter().filter_map(profile).collect()
+    }
 }
 
 fn source_for(project: &Project, setting: &Setting<Option<PathBuf>>, name: &str) -> Result<Source, String> {
