@@ -13,6 +13,7 @@
 //! and the whole outcome goes through serde-saphyr. The tests compare the
 //! two on every shipped scenario's outcome and on generated ones.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use super::{ClaimResult, FailureEvent, JobOutcome, LeaseOutcome, Outcome, StepResult, WorkerResult};
@@ -80,16 +81,9 @@ fn steps(out: &mut String, steps: &[Option<StepResult>]) -> Option<()> {
     Some(())
 }
 
-fn jobs(out: &mut String, jobs: &std::collections::BTreeMap<String, JobOutcome>) -> Option<()> {
-    if jobs.is_empty() {
-        out.push_str("jobs: {}\n");
-        return Some(());
-    }
-    out.push_str("jobs:\n");
-    for (id, job) in jobs {
-        out.push_str("  ");
-        key(out, id)?;
-        out.push_str(":\n    status: ");
+fn jobs(out: &mut String, jobs: &BTreeMap<String, JobOutcome>) -> Option<()> {
+    map(out, "jobs", jobs, |out, job| {
+        out.push_str("    status: ");
         out.push_str(job.status.as_str());
         let _ = write!(out, "\n    attempts: {}\n    claim_token: ", job.attempts);
         match &job.claim_token {
@@ -103,22 +97,37 @@ fn jobs(out: &mut String, jobs: &std::collections::BTreeMap<String, JobOutcome>)
         out.push_str("\n    last_error: ");
         out.push_str(job.last_error.map_or("null", |e| e.as_str()));
         out.push('\n');
-    }
-    Some(())
+        Some(())
+    })
 }
 
-fn leases(out: &mut String, leases: &std::collections::BTreeMap<String, LeaseOutcome>) -> Option<()> {
-    if leases.is_empty() {
-        out.push_str("leases: {}\n");
-        return Some(());
-    }
-    out.push_str("leases:\n");
-    for (name, lease) in leases {
-        out.push_str("  ");
-        key(out, name)?;
-        out.push_str(":\n    owner: ");
+fn leases(out: &mut String, leases: &BTreeMap<String, LeaseOutcome>) -> Option<()> {
+    map(out, "leases", leases, |out, lease| {
+        out.push_str("    owner: ");
         value(out, &lease.owner)?;
         let _ = writeln!(out, "\n    expires_at: {}", lease.expires_at);
+        Some(())
+    })
+}
+
+/// A top-level map `name` of `entries`, each key on a line of its own and
+/// its fields (written by `fields`, indented four spaces) below it.
+fn map<T>(
+    out: &mut String,
+    name: &str,
+    entries: &BTreeMap<String, T>,
+    fields: impl Fn(&mut String, &T) -> Option<()>,
+) -> Option<()> {
+    if entries.is_empty() {
+        let _ = writeln!(out, "{name}: {{}}");
+        return Some(());
+    }
+    let _ = writeln!(out, "{name}:");
+    for (k, entry) in entries {
+        out.push_str("  ");
+        key(out, k)?;
+        out.push_str(":\n");
+        fields(out, entry)?;
     }
     Some(())
 }
@@ -195,7 +204,7 @@ fn key(out: &mut String, text: &str) -> Option<()> {
     if !quotable(text) {
         return None;
     }
-    let alone = serde_saphyr::to_string(&std::collections::BTreeMap::from([(text, 0)])).ok()?;
+    let alone = serde_saphyr::to_string(&BTreeMap::from([(text, 0)])).ok()?;
     let written = alone.strip_suffix(": 0\n").filter(|k| !k.contains('\n'))?;
     out.push_str(written);
     Some(())
@@ -210,7 +219,7 @@ fn value(out: &mut String, text: &str) -> Option<()> {
     if !quotable(text) {
         return None;
     }
-    let alone = serde_saphyr::to_string(&std::collections::BTreeMap::from([("k", text)])).ok()?;
+    let alone = serde_saphyr::to_string(&BTreeMap::from([("k", text)])).ok()?;
     let written = alone.strip_prefix("k: ")?.strip_suffix('\n').filter(|v| !v.contains('\n'))?;
     out.push_str(written);
     Some(())
