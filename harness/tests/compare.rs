@@ -286,6 +286,21 @@ fn compare_takes_a_folder_that_is_not_the_whole_corpus_and_refuses_what_it_canno
         assert!(stderr(&o).contains("_URL is not set"), "{args:?}: {}", stderr(&o));
         assert!(!stderr(&o).contains("allow-skip") && stdout(&o).is_empty(), "{args:?}: {}{}", stdout(&o), stderr(&o));
     }
+    // A dialect folder that does not load: exit 2 before any capture.
+    let o = clean_run(&dir.0, &["bench", "--compare", "--db", "sqlite", "--dialects", "/nonexistent-dialects"]);
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("/nonexistent-dialects") && stdout(&o).is_empty(), "{}{}", stdout(&o), stderr(&o));
+    // A CI's REAPCHECK_REQUIRE is not handed to the runs it starts, whose
+    // one target is the one --db names.
+    let o = common::clean_command(
+        &dir.0,
+        &["bench", "--compare", "--rounds", "1", "--db", "sqlite", "--only", "grace/floor"],
+    )
+    .env("REAPCHECK_REQUIRE", "postgres")
+    .output()
+    .unwrap();
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("sqlite: run --jobs 1 / sqlite3: "), "{}", stdout(&o));
     // A flag of another mode of `bench`: refused, not silently ignored.
     for flag in [&["--iterations", "3"][..], &["--scale"][..], &["--sizes", "10,20"][..]] {
         let mut args = vec!["bench", "--compare", "--db", "sqlite"];

@@ -111,6 +111,16 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
             return ExitCode::from(EXIT_INVALID);
         }
     }
+    // Refused before anything runs: a dialect folder that does not load
+    // (the capturing run would fail on it, with exit 1).
+    if !args.adapter {
+        let names: Vec<&str> =
+            targets.iter().filter_map(|t| reapcheck::target::Target::from_name(t)).map(|t| t.dialect()).collect();
+        if let Err(errors) = inputs.dialects(&names) {
+            errors.iter().for_each(|e| eprintln!("error: {e}"));
+            return ExitCode::from(EXIT_INVALID);
+        }
+    }
     let scripts = args
         .scripts
         .clone()
@@ -151,7 +161,7 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
     if args.scripts.is_none() {
         if ok || interrupted {
             match std::fs::remove_dir_all(&scripts) {
-                Ok(()) => println!("removed {} (give --scripts DIR to keep the scripts)", scripts.display()),
+                Ok(()) => println!("removed {} (give --scripts DIR to keep what it wrote)", scripts.display()),
                 Err(e) => eprintln!("warning: cannot remove {}: {e}", scripts.display()),
             }
         } else {

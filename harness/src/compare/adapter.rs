@@ -72,7 +72,8 @@ pub fn compare_adapter(settings: &Settings, sql: &str) -> bool {
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
-            .env_remove(super::capture::CAPTURE_ENV);
+            .env_remove(super::capture::CAPTURE_ENV)
+            .env_remove(crate::reach::REQUIRE_VARIABLE);
         if let Err(e) = timed(cmd, &format!("{adapter}: run (round {round})")) {
             match crate::interrupt::interrupted() {
                 Some(signal) => println!("{adapter}: interrupted by {signal} in round {round}: no figure"),
