@@ -1,4 +1,4 @@
-//! Ctrl-C and SIGTERM during a command that runs scenarios or SQL (`run`,
+//! Ctrl-C, SIGTERM and SIGHUP (a closed terminal) during a command that runs scenarios or SQL (`run`,
 //! `mutate`, `fuzz`, `race`, `bench`, `bench --scale`): the first one asks
 //! the command to stop (no new scenario, mutant, case or round starts, the
 //! runs in flight are abandoned and their namespaces dropped, the reports
@@ -52,7 +52,7 @@ static COUNT: AtomicU32 = AtomicU32::new(0);
 /// Whether the watcher thread runs (a second signal leaves the exit to it).
 static WATCHING: AtomicBool = AtomicBool::new(false);
 
-/// Asks the command to stop on SIGINT and SIGTERM, and starts the watcher
+/// Asks the command to stop on SIGINT, SIGTERM and SIGHUP, and starts the watcher
 /// thread (once).
 pub fn install() {
     #[cfg(unix)]
@@ -63,6 +63,11 @@ pub fn install() {
         unsafe {
             libc::signal(libc::SIGINT, handler);
             libc::signal(libc::SIGTERM, handler);
+            // Left ignored when it is (`nohup`): a closed terminal then
+            // must not stop the command.
+            if libc::signal(libc::SIGHUP, handler) == libc::SIG_IGN {
+                libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            }
         }
         if !WATCHING.swap(true, Ordering::SeqCst) {
             let started = std::thread::Builder::new().name("reapcheck-signals".into()).spawn(watch);
@@ -124,12 +129,15 @@ pub fn exit_code() -> u8 {
     EXIT_INTERRUPTED
 }
 
-/// The signal that interrupted the run (`SIGINT`, `SIGTERM`), if one did.
+/// The signal that interrupted the run (`SIGINT`, `SIGTERM`, `SIGHUP`),
+/// if one did.
 pub fn interrupted() -> Option<&'static str> {
     match SIGNAL.load(Ordering::SeqCst) {
         0 => None,
         #[cfg(unix)]
         libc::SIGTERM => Some("SIGTERM"),
+        #[cfg(unix)]
+        libc::SIGHUP => Some("SIGHUP"),
         _ => Some("SIGINT"),
     }
 }
