@@ -68,7 +68,12 @@ pub fn fresh() -> String {
 
 /// The name of the `n`th namespace of `owner`.
 pub fn name(owner: &Owner, n: u64) -> String {
-    format!("rc_{}_{}_{}_{n}", owner.host, owner.pid, owner.started)
+    format!("{}{n}", prefix(owner))
+}
+
+/// What every namespace `owner` makes begins with: `rc_<host>_<pid>_<started>_`.
+pub fn prefix(owner: &Owner) -> String {
+    format!("rc_{}_{}_{}_", owner.host, owner.pid, owner.started)
 }
 
 /// The owner a name written by [`name`] carries; `None` for any other name.

@@ -656,7 +656,8 @@ pub async fn run_logged(
 /// Drops the namespaces earlier runs left on `server` ([`namespace::is_stale`]:
 /// made on this host by a process that is gone, or older than
 /// [`namespace::MAX_AGE`]), each with the dialect's `drop_namespace` on a
-/// connection of its own.
+/// connection of its own, which a `bench --compare` capture does not
+/// record.
 pub async fn sweep(server: &Server, dialect: &Dialect) -> Swept {
     let names = match server.namespaces().await {
         Ok(names) => names,
@@ -670,6 +671,8 @@ pub async fn sweep(server: &Server, dialect: &Dialect) -> Swept {
         }
         let dropped = match server.open().await {
             Ok(mut conn) => {
+                // Another run's leftovers are no part of this one's pass.
+                conn.stop_recording();
                 let dropped = namespace_script(&mut conn, dialect, "drop_namespace", &name).await;
                 Connection::close(conn).await;
                 dropped.map_err(|e| e.to_string())

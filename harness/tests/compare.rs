@@ -102,7 +102,21 @@ fn without_scripts_its_own_folder_is_removed_when_every_target_was_compared() {
     assert!(stdout(&o).contains("1 round of sqlite3"), "one round, in the singular: {}", stdout(&o));
     let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().path()).collect();
     assert!(left.is_empty(), "left behind: {left:?}");
-    // A failure keeps its folder, and says where (here: no sqlite3 on PATH).
+    // A failure keeps its folder, and says where: here a sqlite3 that
+    // answers the check's `SELECT 1` and fails the replay, whose exit
+    // status the failure names.
+    let bin = fake_client(&dir, "sqlite3", "exit 3");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let args = ["bench", "--compare", "--db", "sqlite", "--rounds", "1", "--only", "grace/floor"];
+    let o = common::clean_command(&dir.0, &args).env("TMPDIR", &tmp).env("PATH", &path).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "a failing client: {}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("exit status: 3"), "{}", stdout(&o));
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert!(stdout(&o).contains(&format!("kept {}", left[0].display())), "{}", stdout(&o));
+    std::fs::remove_dir_all(&left[0]).unwrap();
+    // No sqlite3 at all: refused (exit 2) before the capture, and the
+    // folder made for it removed.
     let empty = dir.path("no-clients");
     std::fs::create_dir_all(&empty).unwrap();
     let o = common::clean_command(&dir.0, &["bench", "--compare", "--db", "sqlite", "--rounds", "1"])
@@ -110,11 +124,8 @@ fn without_scripts_its_own_folder_is_removed_when_every_target_was_compared() {
         .env("PATH", &empty)
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(1), "no client: {}{}", stdout(&o), stderr(&o));
-    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().path()).collect();
-    assert_eq!(left.len(), 1, "{left:?}");
-    assert!(stdout(&o).contains(&format!("kept {}", left[0].display())), "{}", stdout(&o));
-    std::fs::remove_dir_all(&left[0]).unwrap();
+    assert_eq!(o.status.code(), Some(2), "no client: {}{}", stdout(&o), stderr(&o));
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
     // Refused inputs make no folder at all.
     let o =
         common::clean_command(&dir.0, &["bench", "--compare", "--db", "oracle"]).env("TMPDIR", &tmp).output().unwrap();
@@ -122,16 +133,46 @@ fn without_scripts_its_own_folder_is_removed_when_every_target_was_compared() {
     assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 0);
 }
 
+/// A fake client named `name` in a folder of its own (returned): it
+/// answers `--version`, runs a `SELECT 1;` script (the check before the
+/// capture) with exit 0, and anything else with the shell commands `rest`.
+#[cfg(unix)]
+fn fake_client(dir: &Scratch, name: &str, rest: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt as _;
+    let bin = dir.path(&format!("bin-{name}"));
+    std::fs::create_dir_all(&bin).unwrap();
+    let fake = format!(
+        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 3.40.1; exit 0; fi\nread -r first\n\
+         if [ \"$first\" = 'SELECT 1;' ]; then exit 0; fi\n{rest}\n"
+    );
+    let script = bin.join(name);
+    std::fs::write(&script, fake).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    bin
+}
+
 /// SIGINT after the capture: no new round starts, the command says so and
-/// exits 130 (it ran every round to its end before, and exited 0).
+/// exits 130 (it ran every round to its end before, and exited 0). Started
+/// as `nohup` starts it, SIGHUP ignored: a SIGHUP sent just before the
+/// SIGINT (and delivered first, being pending with a lower number) stays
+/// ignored, and SIGINT is what it names.
 #[cfg(unix)]
 #[test]
 fn a_signal_stops_compare_between_rounds_with_exit_130() {
     use std::io::BufRead as _;
+    use std::os::unix::process::CommandExt as _;
     let dir = Scratch::new("compare", "signal");
     let out = dir.path("out");
     let args = ["bench", "--compare", "--rounds", "10000", "--db", "sqlite", "--only", "grace/floor", "--scripts"];
-    let mut child = common::clean_command(&dir.0, &[&args[..], &[out.to_str().unwrap()]].concat())
+    let mut cmd = common::clean_command(&dir.0, &[&args[..], &[out.to_str().unwrap()]].concat());
+    // SAFETY: signal(2) is async-signal-safe, allowed between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let mut child = cmd
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -149,6 +190,8 @@ fn a_signal_stops_compare_between_rounds_with_exit_130() {
     }
     assert!(seen.contains(" rounds of sqlite3"), "{seen}");
     // SAFETY: kill(2) on the child's pid, which has not been waited for.
+    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGHUP) }, 0);
+    // SAFETY: as above.
     assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) }, 0);
     // 10,000 rounds take minutes: ending within the guard is stopping.
     let guard = std::time::Instant::now() + std::time::Duration::from_secs(120);
@@ -166,25 +209,24 @@ fn a_signal_stops_compare_between_rounds_with_exit_130() {
     assert!(!text.contains("run --jobs 1 / sqlite3:"), "no figure from the rounds cut short: {text}");
 }
 
-/// SIGTERM to reapcheck alone while the client replays: the client is
-/// ended too, not left replaying without a parent (a stranger's `psql`
-/// went on for its whole script), and the default folder is removed.
+/// SIGTERM or SIGHUP (a closed terminal) to reapcheck alone while the
+/// client replays: the client is ended too, not left replaying without a
+/// parent (a stranger's `psql` went on for its whole script), and the
+/// default folder is removed.
 #[cfg(unix)]
 #[test]
 fn a_signal_mid_replay_ends_the_client_too() {
-    use std::os::unix::fs::PermissionsExt as _;
-    let dir = Scratch::new("compare", "client-signal");
-    let bin = dir.path("bin");
-    std::fs::create_dir_all(&bin).unwrap();
+    for (signal, name) in [(libc::SIGTERM, "SIGTERM"), (libc::SIGHUP, "SIGHUP")] {
+        signal_mid_replay(signal, name);
+    }
+}
+
+#[cfg(unix)]
+fn signal_mid_replay(signal: libc::c_int, name: &str) {
+    let dir = Scratch::new("compare", &format!("client-{name}"));
     let pid_file = dir.path("client.pid");
-    // A sqlite3 that answers --version and otherwise never ends.
-    let fake = format!(
-        "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 3.40.1; exit 0; fi\necho $$ > {}\nexec sleep 600\n",
-        pid_file.display()
-    );
-    let script = bin.join("sqlite3");
-    std::fs::write(&script, fake).unwrap();
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // A sqlite3 that passes the check and never ends a replay.
+    let bin = fake_client(&dir, "sqlite3", &format!("echo $$ > {}\nexec sleep 600", pid_file.display()));
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     let tmp = dir.path("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
@@ -206,10 +248,11 @@ fn a_signal_mid_replay_ends_the_client_too() {
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     // SAFETY: kill(2) on the child's pid, which has not been waited for.
-    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) }, 0);
+    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
     let output = child.wait_with_output().unwrap();
     let text = format!("{}{}", stdout(&output), stderr(&output));
-    assert_eq!(output.status.code(), Some(130), "{text}");
+    assert_eq!(output.status.code(), Some(130), "{name}: {text}");
+    assert!(text.contains(&format!("interrupted by {name}")), "{text}");
     // SAFETY: kill(2) with signal 0 only asks whether the process exists.
     let alive = unsafe { libc::kill(client, 0) } == 0;
     if alive {
@@ -309,7 +352,7 @@ fn compare_takes_a_folder_that_is_not_the_whole_corpus_and_refuses_what_it_canno
         assert_eq!(o.status.code(), Some(2), "{flag:?}: {}{}", stdout(&o), stderr(&o));
         assert!(stderr(&o).contains("cannot be used with"), "{flag:?}: {}", stderr(&o));
     }
-    // No client on PATH: said before the capture, with what to install.
+    // No client on PATH: refused before the capture, with what to install.
     let empty = dir.path("no-clients");
     std::fs::create_dir_all(&empty).unwrap();
     let o =
@@ -317,7 +360,117 @@ fn compare_takes_a_folder_that_is_not_the_whole_corpus_and_refuses_what_it_canno
             .env("PATH", &empty)
             .output()
             .unwrap();
-    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
-    assert!(stdout(&o).contains("sqlite: not compared: cannot start `sqlite3`"), "{}", stdout(&o));
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("--db sqlite: cannot start `sqlite3`"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("apt-get install sqlite3"), "{}", stderr(&o));
     assert!(!stdout(&o).contains(" statements "), "no capture ran: {}", stdout(&o));
+    // `--only` naming nothing: refused, not the whole corpus.
+    let o = clean_run(&dir.0, &["bench", "--compare", "--db", "sqlite", "--only", ","]);
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("names no scenario") && stdout(&o).is_empty(), "{}{}", stdout(&o), stderr(&o));
+}
+
+/// Every target's client is checked before the first capture: an
+/// unreachable server is refused with exit 2 before SQLite's rounds, not
+/// found by its own capture after them.
+#[test]
+fn an_unreachable_server_is_refused_before_any_target_is_compared() {
+    let dir = Scratch::new("compare", "unreachable");
+    // A loopback port nothing listens on (this test's own, never a server's).
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let o = common::clean_command(&dir.0, &["bench", "--compare", "--rounds", "1", "--db", "sqlite,postgres"])
+        .env("REAPCHECK_POSTGRES_URL", format!("postgres://u:s3cret@127.0.0.1:{port}/test"))
+        .output()
+        .unwrap();
+    let text = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(!text.contains("cannot start `psql`"), "psql is needed (apt-get install postgresql-client): {text}");
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(stderr(&o).contains("--db postgres: the client could not run `SELECT 1`"), "{text}");
+    assert!(!text.contains("s3cret"), "the password is never printed: {text}");
+    assert!(!stdout(&o).contains(" statements "), "no capture ran, SQLite's neither: {text}");
+}
+
+/// The capturing run's start-up sweep is no part of its pass: its drop of
+/// an earlier run's leftover is not recorded (the replay found the
+/// leftover gone and failed on it), while the leftover is still dropped.
+/// The capture opens with the run's namespace prefix, which the script
+/// renames. PostgreSQL, when `REAPCHECK_POSTGRES_URL` is set (`.ci/run`
+/// sets it).
+#[test]
+fn the_capturing_runs_sweep_is_not_recorded() {
+    let Some(url) = std::env::var("REAPCHECK_POSTGRES_URL").ok().filter(|u| !u.is_empty()) else {
+        eprintln!("skipped: REAPCHECK_POSTGRES_URL is not set");
+        return;
+    };
+    let dir = Scratch::new("compare", "sweep");
+    // A namespace of this host whose process is gone.
+    let mut gone = Command::new("true").spawn().unwrap();
+    let dead_pid = gone.id();
+    gone.wait().unwrap();
+    let me = reapcheck::namespace::this_process();
+    let owner = reapcheck::namespace::Owner { host: me.host.clone(), pid: dead_pid, started: me.started - 60 };
+    let leftover = reapcheck::namespace::name(&owner, 0);
+    let psql = |sql: &str| {
+        let o = Command::new("psql")
+            .args(["-X", "-q", "-t", "-A", "-v", "ON_ERROR_STOP=1", "-c", sql, &url])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{sql}: {}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    psql(&format!("CREATE SCHEMA {leftover}"));
+    let capture = dir.path("capture.jsonl");
+    let o = common::clean_command(
+        &dir.0,
+        &["run", "--db", "postgres", "--coverage-min", "0", "--exact", "grace/never-beat"],
+    )
+    .env("REAPCHECK_POSTGRES_URL", &url)
+    .env(reapcheck::compare::capture::CAPTURE_ENV, &capture)
+    .output()
+    .unwrap();
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let left = psql(&format!("SELECT count(*) FROM pg_namespace WHERE nspname = '{leftover}'"));
+    assert_eq!(left.trim(), "0", "the sweep still drops it");
+    let events = reapcheck::compare::read_capture(&capture).unwrap();
+    let Some(reapcheck::compare::capture::Event::Began { namespace_prefix }) = events.first() else {
+        panic!("the capture opens with the run's prefix: {:?}", events.first());
+    };
+    assert!(namespace_prefix.starts_with(&format!("rc_{}_", me.host)), "{namespace_prefix}");
+    let recorded: Vec<&String> = events
+        .iter()
+        .filter_map(|e| match e {
+            reapcheck::compare::capture::Event::Sql { sql, .. } if sql.contains(&leftover) => Some(sql),
+            _ => None,
+        })
+        .collect();
+    assert!(recorded.is_empty(), "the sweep's statements were recorded: {recorded:?}");
+    assert!(events.iter().any(
+        |e| matches!(e, reapcheck::compare::capture::Event::Sql { sql, .. } if sql.contains(namespace_prefix.as_str()))
+    ));
+}
+
+/// `--adapter` runs in a scratch project of its own: the user's scenario
+/// sets (from reapcheck.toml, or a relative `--scenarios`) are what it
+/// measures, not the built-in corpus.
+#[cfg(unix)]
+#[test]
+fn the_adapter_comparison_measures_the_users_scenarios() {
+    let dir = Scratch::new("compare", "adapter-project");
+    let grace = common::root().join("scenarios/grace");
+    let files = std::fs::read_dir(&grace)
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "yaml"))
+        .count();
+    std::fs::write(dir.path("reapcheck.toml"), format!("scenarios = [{:?}]\n", grace.to_str().unwrap())).unwrap();
+    let measured = format!(" of {files}   (medians of 1 round)");
+    let args = ["bench", "--compare", "--adapter", "--rounds", "1", "--db", "sqlite"];
+    let o = clean_run(&dir.0, &args);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains(&measured), "{files} scenarios of reapcheck.toml's set: {}", stdout(&o));
+    // A relative --scenarios, read from the user's folder.
+    let other = Scratch::new("compare", "adapter-relative");
+    std::os::unix::fs::symlink(&grace, other.path("mine")).unwrap();
+    let o = clean_run(&other.0, &[&args[..], &["--scenarios", "mine"]].concat());
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains(&measured), "{}", stdout(&o));
 }

@@ -100,6 +100,18 @@ impl Connection {
         }
     }
 
+    /// From now on, nothing this connection sends is recorded by a
+    /// `bench --compare` capture ([`capture::Session::unrecorded`]).
+    pub fn stop_recording(&mut self) {
+        let session = match self {
+            Connection::Sqlite(c) => &mut c.capture,
+            Connection::Postgres(c) => &mut c.capture,
+            Connection::MySql(c) => &mut c.capture,
+            Connection::Mssql(c) => &mut c.capture,
+        };
+        *session = capture::Session::unrecorded();
+    }
+
     /// Runs one command; returns the rows it changed.
     pub async fn execute(&mut self, sql: &str, params: &[Value]) -> Result<u64, BackendError> {
         let encoding = self.instant_encoding();

@@ -46,11 +46,13 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
             return ExitCode::from(EXIT_INVALID);
         }
     };
+    // Adapter mode's runs start in a scratch project, whose reapcheck.toml
+    // holds these settings resolved ([`adapter_project`]) instead.
     let mut run_args = Vec::new();
-    if let Some(s) = &inputs.scenarios {
+    if let Some(s) = inputs.scenarios.as_ref().filter(|_| !args.adapter) {
         run_args.extend(["--scenarios".to_owned(), s.clone()]);
     }
-    if let Some(d) = &inputs.dialects {
+    if let Some(d) = inputs.dialects.as_ref().filter(|_| !args.adapter) {
         let d = d.canonicalize().unwrap_or_else(|_| d.clone());
         run_args.extend(["--dialects".to_owned(), d.to_string_lossy().into_owned()]);
     }
@@ -96,7 +98,14 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
     // matching none of them (every run would refuse it, with exit 1).
     let only: Vec<String> =
         args.only.iter().flat_map(|o| o.split(',')).filter(|f| !f.is_empty()).map(str::to_owned).collect();
-    match inputs.scenarios(&only, false) {
+    if args.only.is_some() && only.is_empty() {
+        eprintln!(
+            "error: --only {:?} names no scenario: give names (grace/floor,leases/) or leave --only out",
+            args.only.as_deref().unwrap_or_default()
+        );
+        return ExitCode::from(EXIT_INVALID);
+    }
+    let selected = match inputs.scenarios(&only, false) {
         Ok(s) if s.is_empty() => {
             eprintln!(
                 "error: --only {}: no scenario in {} matches: nothing would run",
@@ -105,12 +114,12 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
             );
             return ExitCode::from(EXIT_INVALID);
         }
-        Ok(_) => {}
+        Ok(s) => s.len(),
         Err(errors) => {
             super::inputs::report(&errors);
             return ExitCode::from(EXIT_INVALID);
         }
-    }
+    };
     // Refused before anything runs: a dialect folder that does not load
     // (the capturing run would fail on it, with exit 1).
     if !args.adapter {
@@ -139,9 +148,46 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
         return ExitCode::from(EXIT_INVALID);
     }
     let scripts = scripts.canonicalize().unwrap_or(scripts);
-    run_args.extend(only);
-    let settings = Settings { exe, rounds: usize::from(args.rounds), run_args, scripts: scripts.clone() };
+    // Removes a folder of its own when the command ends, whichever way
+    // (a panic on a closed stdout too), unless a failure keeps it.
+    let mut folder = ScriptsFolder { path: scripts.clone(), own: args.scripts.is_none(), keep: false };
+    // Refused before anything is captured: a client that does not start or
+    // cannot reach its server, for every target, not after the first
+    // target's rounds.
     interrupt::install();
+    if !args.adapter {
+        let refused: Vec<String> = targets
+            .iter()
+            .filter_map(|t| compare::preflight(t, &scripts).err().map(|e| format!("error: --compare --db {t}: {e}")))
+            .collect();
+        if let Some(signal) = interrupt::interrupted() {
+            println!("bench --compare: interrupted by {signal} while checking the clients: nothing ran");
+            return ExitCode::from(interrupt::exit_code());
+        }
+        if !refused.is_empty() {
+            refused.iter().for_each(|e| eprintln!("{e}; nothing ran"));
+            return ExitCode::from(EXIT_INVALID);
+        }
+    }
+    if !args.adapter && selected < FEW_SCENARIOS {
+        println!(
+            "note: {selected} scenario(s) selected: each round is a few whole processes, so the ratios of so short a \
+             pass are mostly process start-up; compare the corpus (no --only) for figures"
+        );
+    }
+    run_args.extend(only);
+    let project = if args.adapter {
+        match adapter_project(inputs) {
+            Ok(p) => Some(p),
+            Err(errors) => {
+                errors.iter().for_each(|e| eprintln!("error: {e}"));
+                return ExitCode::from(EXIT_INVALID);
+            }
+        }
+    } else {
+        None
+    };
+    let settings = Settings { exe, rounds: usize::from(args.rounds), run_args, scripts: scripts.clone(), project };
     let mut ok = true;
     for target in targets {
         if let Some(signal) = interrupt::interrupted() {
@@ -158,13 +204,15 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
     // A folder of its own, in the temporary directory: removed when there
     // is nothing to look at (every target compared, or interrupted), kept
     // and named when a target failed, whose lines name its files.
-    if args.scripts.is_none() {
+    if folder.own {
+        folder.own = false;
         if ok || interrupted {
             match std::fs::remove_dir_all(&scripts) {
                 Ok(()) => println!("removed {} (give --scripts DIR to keep what it wrote)", scripts.display()),
                 Err(e) => eprintln!("warning: cannot remove {}: {e}", scripts.display()),
             }
         } else {
+            folder.keep = true;
             println!("kept {} for the failure above (remove it when done)", scripts.display());
         }
     }
@@ -172,4 +220,51 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
         return ExitCode::from(interrupt::exit_code());
     }
     if ok { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
+}
+
+/// Fewer scenarios than this and `bench --compare` says its ratios are
+/// mostly process start-up.
+const FEW_SCENARIOS: usize = 20;
+
+/// `bench --compare`'s own folder in the temporary directory, removed on
+/// drop unless kept: a panic (`println!` to a closed pipe) or an early
+/// return leaves nothing behind.
+struct ScriptsFolder {
+    path: std::path::PathBuf,
+    /// Made by `bench --compare` (no `--scripts`), so removed by it.
+    own: bool,
+    /// A failure's files, named on its last line.
+    keep: bool,
+}
+
+impl Drop for ScriptsFolder {
+    fn drop(&mut self) {
+        if self.own && !self.keep {
+            let _ = std::fs::remove_dir_all(&self.path);
+        }
+    }
+}
+
+/// What the user's project says `run` reads, resolved (flag, then
+/// environment, then `reapcheck.toml`) with folders made absolute, for the
+/// scratch project of `--compare --adapter`, whose runs start in another
+/// folder: the scenario sets, the dialects folder and `builtin_dialects`.
+fn adapter_project(inputs: &Inputs) -> Result<compare::adapter::ProjectInputs, Vec<String>> {
+    let project = inputs.project()?;
+    let sets = project.scenarios(inputs.scenarios.as_deref()).map_err(|e| vec![e.to_string()])?;
+    let absolute = |p: &std::path::Path| {
+        let p = if p.is_absolute() { p.to_owned() } else { std::env::current_dir().unwrap_or_default().join(p) };
+        p.canonicalize().unwrap_or(p).to_string_lossy().into_owned()
+    };
+    let scenarios = sets
+        .value
+        .iter()
+        .map(|set| match set {
+            reapcheck::config::ScenarioSet::Builtin => reapcheck::corpus::BUILTIN.to_owned(),
+            reapcheck::config::ScenarioSet::Folder(dir) => absolute(dir),
+        })
+        .collect();
+    let dialects = project.dialects(inputs.dialects.as_deref()).value.as_deref().map(absolute);
+    let builtin_dialects = project.builtin_dialects().into_iter().map(|s| s.value).collect();
+    Ok(compare::adapter::ProjectInputs { scenarios, dialects, builtin_dialects })
 }

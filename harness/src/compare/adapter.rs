@@ -17,6 +17,21 @@ use std::time::Duration;
 use super::{Settings, cpus, load_average, median, timed};
 use crate::report::outcomes::{self, CaseResult, LegOutcomes};
 
+/// The user's project settings that `run` and `adapter serve` read,
+/// resolved (flag, then environment, then `reapcheck.toml`), folders
+/// absolute: written into the scratch project's `reapcheck.toml`, whose
+/// runs start in another folder and would otherwise read the built-in
+/// corpus and SQL.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProjectInputs {
+    /// Scenario sets: `builtin` or absolute folders.
+    pub scenarios: Vec<String>,
+    /// The dialects folder, absolute; `None` for the built-in SQL.
+    pub dialects: Option<String>,
+    /// `builtin_dialects`, as the project lists them.
+    pub builtin_dialects: Vec<String>,
+}
+
 /// Case times of one run's `outcomes.json`, in microseconds:
 /// (target, scenario) -> microseconds, skipped cases left out.
 ///
@@ -73,7 +88,11 @@ pub fn compare_adapter(settings: &Settings, sql: &str) -> bool {
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .env_remove(super::capture::CAPTURE_ENV)
-            .env_remove(crate::reach::REQUIRE_VARIABLE);
+            .env_remove(crate::reach::REQUIRE_VARIABLE)
+            // Resolved into the scratch project's file (relative folders
+            // would be read from the scratch folder).
+            .env_remove(crate::config::SCENARIOS_VARIABLE)
+            .env_remove(crate::config::DIALECTS_VARIABLE);
         if let Err(e) = timed(cmd, &format!("{adapter}: run (round {round})")) {
             match crate::interrupt::interrupted() {
                 Some(signal) => println!("{adapter}: interrupted by {signal} in round {round}: no figure"),
@@ -136,30 +155,67 @@ pub fn compare_adapter(settings: &Settings, sql: &str) -> bool {
 }
 
 /// A scratch project whose `reapcheck.toml` declares `reference-<sql>` as
-/// this binary's `adapter serve --db <sql>`; scenarios and dialects come
-/// from the child's `--scenarios` and `--dialects` (the built-in ones
-/// without them, on both sides: `adapter serve` reads this project file).
+/// this binary's `adapter serve --db <sql>`, with the user's scenario sets,
+/// dialects folder and `builtin_dialects` ([`ProjectInputs`]), which both
+/// the run and `adapter serve` read from it.
 fn write_project(project: &Path, settings: &Settings, sql: &str) -> Result<(), String> {
     std::fs::create_dir_all(project).map_err(|e| format!("{}: {e}", project.display()))?;
-    let exe = settings.exe.to_string_lossy();
-    let mut command = vec![exe.to_string(), "adapter".into(), "serve".into(), "--db".into(), sql.into()];
-    if let Some(i) = settings.run_args.iter().position(|a| a == "--dialects") {
-        command.push("--dialects".into());
-        command.extend(settings.run_args.get(i + 1).cloned());
-    }
-    let quoted: Vec<String> = command.iter().map(|c| format!("{c:?}")).collect();
-    let toml = format!(
-        "# Written by reapcheck bench --compare --adapter.\n[adapters.reference-{sql}]\ncommand = [{}]\n\
-         database = \"{sql}\"\ntimeout_seconds = 120\n",
-        quoted.join(", ")
-    );
+    let toml = project_toml(&settings.exe.to_string_lossy(), settings.project.as_ref(), sql);
     let path = project.join("reapcheck.toml");
     std::fs::write(&path, toml).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// The scratch project's `reapcheck.toml` (see [`write_project`]).
+fn project_toml(exe: &str, inputs: Option<&ProjectInputs>, sql: &str) -> String {
+    let list = |items: &[String]| items.iter().map(|c| toml_string(c)).collect::<Vec<_>>().join(", ");
+    let mut toml = "# Written by reapcheck bench --compare --adapter.\n".to_owned();
+    if let Some(inputs) = inputs {
+        if !inputs.scenarios.is_empty() {
+            toml.push_str(&format!("scenarios = [{}]\n", list(&inputs.scenarios)));
+        }
+        if let Some(dialects) = &inputs.dialects {
+            toml.push_str(&format!("dialects = {}\n", toml_string(dialects)));
+        }
+        if !inputs.builtin_dialects.is_empty() {
+            toml.push_str(&format!("builtin_dialects = [{}]\n", list(&inputs.builtin_dialects)));
+        }
+    }
+    let command = [exe.to_owned(), "adapter".into(), "serve".into(), "--db".into(), sql.into()];
+    toml.push_str(&format!(
+        "[adapters.reference-{sql}]\ncommand = [{}]\ndatabase = \"{sql}\"\ntimeout_seconds = 120\n",
+        list(&command)
+    ));
+    toml
+}
+
+/// A TOML basic string holding `text` exactly: a JSON string is one (its
+/// escapes `\"`, `\\`, `\n`, `\uXXXX` are TOML's too).
+fn toml_string(text: &str) -> String {
+    serde_json::to_string(text).expect("a string serializes")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_scratch_project_reads_the_users_scenarios_and_dialects() {
+        let inputs = ProjectInputs {
+            scenarios: vec!["builtin".into(), "/home/u/q \"x\"\\\u{1}/scenarios".into()],
+            dialects: Some("/home/u/q/dialects".into()),
+            builtin_dialects: vec!["sqlite".into()],
+        };
+        let text = project_toml("/bin/rc", Some(&inputs), "sqlite");
+        let parsed: toml::Table = toml::from_str(&text).expect(&text);
+        assert_eq!(parsed["scenarios"].as_array().unwrap()[1].as_str(), Some("/home/u/q \"x\"\\\u{1}/scenarios"));
+        assert_eq!(parsed["dialects"].as_str(), Some("/home/u/q/dialects"));
+        assert_eq!(parsed["builtin_dialects"].as_array().unwrap()[0].as_str(), Some("sqlite"));
+        let adapter = &parsed["adapters"]["reference-sqlite"];
+        assert_eq!(adapter["command"].as_array().unwrap()[0].as_str(), Some("/bin/rc"));
+        // Without the user's settings: only the adapter.
+        let bare: toml::Table = toml::from_str(&project_toml("/bin/rc", None, "sqlite")).unwrap();
+        assert_eq!(bare.keys().collect::<Vec<_>>(), ["adapters"]);
+    }
 
     #[test]
     fn case_times_are_microseconds_and_leave_skipped_cases_out() {

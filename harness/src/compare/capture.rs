@@ -24,6 +24,15 @@ pub const CAPTURE_ENV: &str = "REAPCHECK_CAPTURE_SQL";
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Event {
+    /// The run's first line: the prefix of every namespace it made
+    /// (`rc_<host>_<pid>_<started>_`, [`crate::namespace::prefix`]), which
+    /// the replayed script names after the live `bench --compare` instead,
+    /// so that another run's start-up sweep does not take the dead
+    /// capturing run's namespaces for leftovers in the middle of a replay.
+    Began {
+        /// The capturing run's namespace prefix.
+        namespace_prefix: String,
+    },
     /// The backend opened a new session (SQLite: a new in-memory database).
     Session {
         /// The session's number, unique in the run, from 1.
@@ -50,7 +59,11 @@ fn sink() -> Option<&'static Mutex<std::fs::File>> {
     SINK.get_or_init(|| {
         let path = std::env::var_os(CAPTURE_ENV)?;
         let file = std::fs::OpenOptions::new().create(true).append(true).open(&path);
-        Some(Mutex::new(file.unwrap_or_else(|e| panic!("{CAPTURE_ENV}: cannot open {path:?}: {e}"))))
+        let mut file = file.unwrap_or_else(|e| panic!("{CAPTURE_ENV}: cannot open {path:?}: {e}"));
+        let began = Event::Began { namespace_prefix: crate::namespace::prefix(crate::namespace::this_process()) };
+        let line = serde_json::to_string(&began).expect("an event serializes") + "\n";
+        file.write_all(line.as_bytes()).unwrap_or_else(|e| panic!("{CAPTURE_ENV}: {e}"));
+        Some(Mutex::new(file))
     })
     .as_ref()
 }
@@ -70,6 +83,13 @@ fn write(event: &Event) {
 pub struct Session(u64);
 
 impl Session {
+    /// A session whose statements are never recorded: the start-up sweep's
+    /// (`crate::runner::sweep`), whose drops of earlier runs' leftovers
+    /// are no part of the pass and fail when replayed, the leftovers gone.
+    pub fn unrecorded() -> Session {
+        Session(0)
+    }
+
     /// A new session's number, recorded when capturing.
     pub fn open() -> Session {
         if sink().is_none() {
@@ -113,7 +133,7 @@ pub fn sent(
     params: &[Value],
     returned: Returned,
 ) {
-    if sink().is_none() {
+    if session.0 == 0 || sink().is_none() {
         return;
     }
     let returned = match returned {

@@ -34,6 +34,8 @@ pub struct Settings {
     pub run_args: Vec<String>,
     /// Where the captures and scripts are written.
     pub scripts: PathBuf,
+    /// `--adapter`: the user's project settings, for the scratch project.
+    pub project: Option<adapter::ProjectInputs>,
 }
 
 /// A client that replays a script, per product.
@@ -103,16 +105,29 @@ pub const SQLITE3_CONNECTIONS: usize = 10;
 /// MariaDB: every session of reapcheck's is the one session here, its
 /// opening marked by a comment.
 ///
+/// Every namespace name the capturing run made
+/// ([`Event::Began`]'s prefix) is renamed to begin with `namespace_prefix`
+/// instead: the live `bench --compare`'s, whose namespaces another run's
+/// start-up sweep leaves alone while it lives ([`crate::namespace::is_stale`]).
+///
 /// Errors: on SQLite, more sessions open at once than the shell holds
 /// ([`SQLITE3_CONNECTIONS`]), or a statement on a session the capture
 /// never opened.
-pub fn script(client: Client, events: &[Event]) -> Result<String, String> {
+pub fn script(client: Client, events: &[Event], namespace_prefix: &str) -> Result<String, String> {
     let mut out = String::new();
+    let mut captured_prefix: Option<&str> = None;
+    fn renamed<'a>(sql: &'a str, from: Option<&str>, to: &str) -> std::borrow::Cow<'a, str> {
+        match from {
+            Some(from) if sql.contains(from) => std::borrow::Cow::Owned(sql.replace(from, to)),
+            _ => std::borrow::Cow::Borrowed(sql),
+        }
+    }
     // SQLite: the session in each of the shell's slots, and the slot in use.
     let mut slots: [Option<u64>; SQLITE3_CONNECTIONS] = [None; SQLITE3_CONNECTIONS];
     let mut current = 0;
     for event in events {
         match (client, event) {
+            (_, Event::Began { namespace_prefix }) => captured_prefix = Some(namespace_prefix),
             (Client::Sqlite3, Event::Session { id }) => {
                 let Some(free) = slots.iter().position(Option::is_none) else {
                     return Err(format!(
@@ -135,18 +150,18 @@ pub fn script(client: Client, events: &[Event]) -> Result<String, String> {
                     current = slot;
                     out.push_str(&format!(".connection {slot}\n"));
                 }
-                out.push_str(sql);
+                out.push_str(&renamed(sql, captured_prefix, namespace_prefix));
                 out.push_str("\n;\n");
             }
             (_, Event::Session { .. }) => out.push_str("-- reapcheck opened a session here\n"),
             (_, Event::Closed { .. }) => {}
             (Client::Mariadb, Event::Sql { sql, .. }) if sql.contains(';') => {
                 out.push_str("DELIMITER $$rc$$\n");
-                out.push_str(sql);
+                out.push_str(&renamed(sql, captured_prefix, namespace_prefix));
                 out.push_str("\n$$rc$$\nDELIMITER ;\n");
             }
             (_, Event::Sql { sql, .. }) => {
-                out.push_str(sql);
+                out.push_str(&renamed(sql, captured_prefix, namespace_prefix));
                 out.push_str("\n;\n");
             }
         }
@@ -290,8 +305,9 @@ pub fn timed_allowing(cmd: Command, what: &str, errors: Option<usize>) -> Result
     }
     if let Some(n) = errors {
         return Err(format!(
-            "{what}: {} errors where reapcheck's run had {n}: {}",
+            "{what}: {} errors where reapcheck's run had {n} ({}): {}",
             client_errors(&stderr),
+            out.status,
             crate::redact::text(&stderr.lines().take(5).collect::<Vec<_>>().join(" | "))
         ));
     }
@@ -444,23 +460,49 @@ pub fn rounds(n: usize) -> String {
     if n == 1 { "1 round".to_owned() } else { format!("{n} rounds") }
 }
 
+/// Checks, before anything is captured or timed, that `target`'s client
+/// starts and reaches its server: it runs `SELECT 1;` through
+/// [`client_command`], from a file written in (and removed from)
+/// `scripts`. `bench --compare` calls it for every target first, so that a
+/// missing `sqlite3` or an unreachable URL is said before the first
+/// target's rounds, not after them.
+///
+/// Errors: no client for the target, the client cannot start (with what
+/// to install), or it could not run the statement (its exit status and
+/// last lines, redacted).
+pub fn preflight(target: &str, scripts: &Path) -> Result<(), String> {
+    let Some(client) = Client::for_target(target) else {
+        return Err("bench --compare replays through sqlite3, psql and mariadb only".to_owned());
+    };
+    if let Err(e) = Command::new(client.name()).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status() {
+        return Err(format!(
+            "cannot start `{}` ({e}): install the database's own client (Debian: apt-get install {}) or put it on PATH",
+            client.name(),
+            client.package()
+        ));
+    }
+    let probe = scripts.join(format!(".reapcheck-preflight-{target}.sql"));
+    std::fs::write(&probe, "SELECT 1;\n").map_err(|e| format!("{}: {e}", probe.display()))?;
+    let ran = client_command(client, target, &probe, true).and_then(|cmd| timed(cmd, client.name()));
+    let _ = std::fs::remove_file(&probe);
+    ran.map(|_| ()).map_err(|e| {
+        let url = if target == "sqlite" {
+            String::new()
+        } else {
+            format!(" through REAPCHECK_{}_URL", target.to_uppercase())
+        };
+        format!("the client could not run `SELECT 1`{url} ({e}): start the server, or fix the URL or the client")
+    })
+}
+
 /// Captures one pass of `target`, writes its script, and times the rounds;
-/// prints the target's lines. False when anything failed.
+/// prints the target's lines. False when anything failed. The client was
+/// checked by [`preflight`].
 pub fn compare_target(settings: &Settings, target: &str) -> bool {
     let Some(client) = Client::for_target(target) else {
         println!("{target}: not compared: bench --compare replays through sqlite3, psql and mariadb only");
         return false;
     };
-    // The client is looked for before the capture, not after it.
-    if let Err(e) = Command::new(client.name()).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status() {
-        println!(
-            "{target}: not compared: cannot start `{}` ({e}): install the database's own client (Debian: apt-get \
-             install {}) or put it on PATH",
-            client.name(),
-            client.package()
-        );
-        return false;
-    }
     let capture_file = settings.scripts.join(format!("{target}.jsonl"));
     let script_file = settings.scripts.join(format!("{target}.sql"));
     let _ = std::fs::remove_file(&capture_file);
@@ -481,7 +523,7 @@ pub fn compare_target(settings: &Settings, target: &str) -> bool {
         }
     };
     let (statements, failed) = counts(&events);
-    let text = match script(client, &events) {
+    let text = match script(client, &events, &crate::namespace::prefix(crate::namespace::this_process())) {
         Ok(text) => text,
         Err(e) => {
             println!("{target}: not compared: {e}");
@@ -601,18 +643,41 @@ mod tests {
             sql(2, "CREATE TRIGGER t BEGIN x; END"),
         ];
         assert_eq!(
-            script(Client::Sqlite3, &events).unwrap(),
+            script(Client::Sqlite3, &events, "rc_me_").unwrap(),
             ".connection 0\n.open :memory:\nSELECT 1 -- one\n;\n.connection 0\n.open :memory:\n\
              CREATE TRIGGER t BEGIN x; END\n;\n"
         );
         assert_eq!(
-            script(Client::Mariadb, &events).unwrap(),
+            script(Client::Mariadb, &events, "rc_me_").unwrap(),
             "-- reapcheck opened a session here\nSELECT 1 -- one\n;\n-- reapcheck opened a session here\n\
              DELIMITER $$rc$$\nCREATE TRIGGER t BEGIN x; END\n$$rc$$\nDELIMITER ;\n"
         );
         assert_eq!(counts(&events), (2, 0));
         assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median::<f64>(&[]), None);
+    }
+
+    #[test]
+    fn the_replay_names_its_namespaces_after_the_live_bench_not_the_dead_capturing_run() {
+        let events = vec![
+            Event::Began { namespace_prefix: "rc_00ff_4242_1700000000_".into() },
+            Event::Session { id: 1 },
+            sql(1, "CREATE SCHEMA rc_00ff_4242_1700000000_0"),
+            sql(1, "SET search_path TO rc_00ff_4242_1700000000_0; -- rc_00ff_4242_1700000000_1"),
+            sql(1, "DROP SCHEMA rc_00ff_9_1700000000_0"),
+        ];
+        let text = script(Client::Psql, &events, "rc_00ff_77_1800000000_").unwrap();
+        assert_eq!(
+            text,
+            "-- reapcheck opened a session here\nCREATE SCHEMA rc_00ff_77_1800000000_0\n;\n\
+             SET search_path TO rc_00ff_77_1800000000_0; -- rc_00ff_77_1800000000_1\n;\n\
+             DROP SCHEMA rc_00ff_9_1700000000_0\n;\n",
+            "another owner's name is left as it is"
+        );
+        // The capture's first line is the run's prefix, which the real
+        // namespace names begin with.
+        let mine = crate::namespace::prefix(crate::namespace::this_process());
+        assert!(crate::namespace::fresh().starts_with(&mine), "{mine}");
     }
 
     #[test]
@@ -626,7 +691,7 @@ mod tests {
             sql(2, "CREATE TABLE jobs (last_beat INTEGER)"),
             sql(1, "INSERT INTO jobs (heartbeat_at) VALUES (1)"),
         ];
-        let text = script(Client::Sqlite3, &events).unwrap();
+        let text = script(Client::Sqlite3, &events, "rc_me_").unwrap();
         assert_eq!(
             text,
             ".connection 0\n.open :memory:\nCREATE TABLE jobs (heartbeat_at INTEGER)\n;\n\
@@ -636,12 +701,16 @@ mod tests {
         // That the shell runs such a script with the rows where they belong
         // is tests/compare.rs's replay, which crosses a legacy scenario.
         // A statement on a session never opened, and too many at once.
-        assert!(script(Client::Sqlite3, &[sql(7, "SELECT 1")]).unwrap_err().contains("session 7"));
+        assert!(script(Client::Sqlite3, &[sql(7, "SELECT 1")], "rc_me_").unwrap_err().contains("session 7"));
         let many: Vec<Event> = (1..=11).map(|id| Event::Session { id }).collect();
-        assert!(script(Client::Sqlite3, &many).unwrap_err().contains("more than 10"));
+        assert!(script(Client::Sqlite3, &many, "rc_me_").unwrap_err().contains("more than 10"));
         // Closing one frees its slot.
         let mut reused: Vec<Event> = (1..=10).map(|id| Event::Session { id }).collect();
         reused.extend([Event::Closed { id: 4 }, Event::Session { id: 11 }, sql(11, "SELECT 1")]);
-        assert!(script(Client::Sqlite3, &reused).unwrap().ends_with(".connection 3\n.open :memory:\nSELECT 1\n;\n"));
+        assert!(
+            script(Client::Sqlite3, &reused, "rc_me_")
+                .unwrap()
+                .ends_with(".connection 3\n.open :memory:\nSELECT 1\n;\n")
+        );
     }
 }
