@@ -231,7 +231,18 @@ fn signal_mid_replay(signal: libc::c_int, name: &str) {
     let tmp = dir.path("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
     let args = ["bench", "--compare", "--rounds", "1", "--db", "sqlite", "--only", "grace/floor"];
-    let mut child = common::clean_command(&dir.0, &args)
+    let mut cmd = common::clean_command(&dir.0, &args);
+    // A test run under `nohup` (as `.ci/run` is) hands SIGHUP down ignored,
+    // which reapcheck rightly keeps: this child gets the default.
+    // SAFETY: signal(2) is async-signal-safe, allowed between fork and exec.
+    unsafe {
+        use std::os::unix::process::CommandExt as _;
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = cmd
         .env("PATH", path)
         .env("TMPDIR", &tmp)
         .stdout(std::process::Stdio::piped())
