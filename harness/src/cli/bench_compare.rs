@@ -149,7 +149,8 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
     }
     let scripts = scripts.canonicalize().unwrap_or(scripts);
     // Removes a folder of its own when the command ends, whichever way
-    // (a panic on a closed stdout too), unless a failure keeps it.
+    // (an early return, a panic), unless a failure keeps it. SIGPIPE on a
+    // closed stdout ends the process before it runs.
     let mut folder = ScriptsFolder { path: scripts.clone(), own: args.scripts.is_none(), keep: false };
     // Refused before anything is captured: a client that does not start or
     // cannot reach its server, for every target, not after the first
