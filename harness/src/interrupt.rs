@@ -1,4 +1,5 @@
-//! Ctrl-C, SIGTERM and SIGHUP (a closed terminal) during a command that runs scenarios or SQL (`run`,
+//! Ctrl-C, SIGTERM and SIGHUP (a closed terminal; left ignored when it is,
+//! as under `nohup`) during a command that runs scenarios or SQL (`run`,
 //! `mutate`, `fuzz`, `race`, `bench`, `bench --scale`): the first one asks
 //! the command to stop (no new scenario, mutant, case or round starts, the
 //! runs in flight are abandoned and their namespaces dropped, the reports
@@ -52,8 +53,8 @@ static COUNT: AtomicU32 = AtomicU32::new(0);
 /// Whether the watcher thread runs (a second signal leaves the exit to it).
 static WATCHING: AtomicBool = AtomicBool::new(false);
 
-/// Asks the command to stop on SIGINT, SIGTERM and SIGHUP, and starts the watcher
-/// thread (once).
+/// Asks the command to stop on SIGINT, SIGTERM and SIGHUP, and starts the
+/// watcher thread (once).
 pub fn install() {
     #[cfg(unix)]
     {

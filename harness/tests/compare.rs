@@ -89,6 +89,8 @@ fn compare_prints_its_ratio_lines_in_the_documented_format() {
     )
     .unwrap();
     assert!(times.is_match(&text), "{text}");
+    // Two scenarios: the figures are said to be mostly start-up.
+    assert!(text.contains("note: 2 scenario(s) selected: "), "{text}");
 }
 
 #[test]

@@ -228,8 +228,7 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
 const FEW_SCENARIOS: usize = 20;
 
 /// `bench --compare`'s own folder in the temporary directory, removed on
-/// drop unless kept: a panic or an early
-/// return leaves nothing behind.
+/// drop unless kept: a panic or an early return leaves nothing behind.
 struct ScriptsFolder {
     path: std::path::PathBuf,
     /// Made by `bench --compare` (no `--scripts`), so removed by it.

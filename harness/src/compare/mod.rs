@@ -116,12 +116,6 @@ pub const SQLITE3_CONNECTIONS: usize = 10;
 pub fn script(client: Client, events: &[Event], namespace_prefix: &str) -> Result<String, String> {
     let mut out = String::new();
     let mut captured_prefix: Option<&str> = None;
-    fn renamed<'a>(sql: &'a str, from: Option<&str>, to: &str) -> std::borrow::Cow<'a, str> {
-        match from {
-            Some(from) if sql.contains(from) => std::borrow::Cow::Owned(sql.replace(from, to)),
-            _ => std::borrow::Cow::Borrowed(sql),
-        }
-    }
     // SQLite: the session in each of the shell's slots, and the slot in use.
     let mut slots: [Option<u64>; SQLITE3_CONNECTIONS] = [None; SQLITE3_CONNECTIONS];
     let mut current = 0;
@@ -167,6 +161,15 @@ pub fn script(client: Client, events: &[Event], namespace_prefix: &str) -> Resul
         }
     }
     Ok(out)
+}
+
+/// `sql` with the capturing run's namespace prefix `from` (when the
+/// capture named one) replaced by `to`.
+fn renamed<'a>(sql: &'a str, from: Option<&str>, to: &str) -> std::borrow::Cow<'a, str> {
+    match from {
+        Some(from) if sql.contains(from) => std::borrow::Cow::Owned(sql.replace(from, to)),
+        _ => std::borrow::Cow::Borrowed(sql),
+    }
 }
 
 /// How many statements reapcheck sent and how many of them failed.
