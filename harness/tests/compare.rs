@@ -405,7 +405,9 @@ fn an_unreachable_server_is_refused_before_any_target_is_compared() {
 
 /// The capturing run's start-up sweep is no part of its pass: its drop of
 /// an earlier run's leftover is not recorded (the replay found the
-/// leftover gone and failed on it), while the leftover is still dropped.
+/// leftover gone and failed on it), nor its listings of the namespaces,
+/// nor the sessions it opened for them, while the leftover is still
+/// dropped.
 /// The capture opens with the run's namespace prefix, which the script
 /// renames. PostgreSQL, when `REAPCHECK_POSTGRES_URL` is set (`.ci/run`
 /// sets it).
@@ -460,6 +462,43 @@ fn the_capturing_runs_sweep_is_not_recorded() {
     assert!(events.iter().any(
         |e| matches!(e, reapcheck::compare::capture::Event::Sql { sql, .. } if sql.contains(namespace_prefix.as_str()))
     ));
+    // Nor its listings of the namespaces, nor its sessions: the capture of
+    // the same run without a leftover holds as many statements and
+    // sessions (4843 against 4842 statements where a leftover was swept),
+    // no listing, and no session without a statement.
+    use reapcheck::compare::capture::Event;
+    let again = dir.path("again.jsonl");
+    let o = common::clean_command(
+        &dir.0,
+        &["run", "--db", "postgres", "--coverage-min", "0", "--exact", "grace/never-beat"],
+    )
+    .env("REAPCHECK_POSTGRES_URL", &url)
+    .env(reapcheck::compare::capture::CAPTURE_ENV, &again)
+    .output()
+    .unwrap();
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    let without = reapcheck::compare::read_capture(&again).unwrap();
+    let tally = |events: &[Event]| {
+        let sessions = events.iter().filter(|e| matches!(e, Event::Session { .. })).count();
+        let closed = events.iter().filter(|e| matches!(e, Event::Closed { .. })).count();
+        (reapcheck::compare::counts(events).0, sessions, closed)
+    };
+    assert_eq!(tally(&events), tally(&without), "the swept leftover left something in the capture");
+    let listings: Vec<&String> = events
+        .iter()
+        .filter_map(|e| match e {
+            // `Server::namespaces`'s: every `rc_` name.
+            Event::Sql { sql, .. } if sql.contains("LIKE 'rc\\_%'") => Some(sql),
+            _ => None,
+        })
+        .collect();
+    assert!(listings.is_empty(), "the namespaces' listings were recorded: {listings:?}");
+    for (i, e) in events.iter().enumerate() {
+        if let Event::Session { id } = e {
+            let used = events[i..].iter().any(|e| matches!(e, Event::Sql { session, .. } if session == id));
+            assert!(used, "session {id} sent nothing and was recorded");
+        }
+    }
 }
 
 /// `--adapter` runs in a scratch project of its own: the user's scenario

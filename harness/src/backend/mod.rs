@@ -480,6 +480,9 @@ impl Server {
         };
         let name = Column { name: "name", kind: crate::engine::Kind::Text, nullable: false };
         let mut conn = self.open().await?;
+        // Not in a `bench --compare` capture either, as the version probes
+        // are not: the start-up sweep's listings are no part of the pass.
+        conn.stop_recording();
         let rows = conn.query(sql, &[], std::slice::from_ref(&name)).await;
         conn.close().await;
         let names = rows?.into_iter().filter_map(|row| match row.into_iter().next() {

@@ -4,12 +4,12 @@
 //! environment variable [`CAPTURE_ENV`] names a file (the child that
 //! `bench --compare` starts; nothing else sets it). The backends call
 //! [`sent`] after each command and query ([`crate::backend::Connection`]),
-//! and each connection holds a [`Session`], which records its opening and
-//! its closing; with the variable unset both cost one load of an
-//! initialised `OnceLock`.
+//! and each connection holds a [`Session`], which records its opening (just
+//! before its first statement) and its closing; with the variable unset
+//! both cost one load of an initialised `OnceLock`.
 
 use std::io::Write as _;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use crate::backend::InstantEncoding;
@@ -76,36 +76,54 @@ fn write(event: &Event) {
     file.write_all(line.as_bytes()).unwrap_or_else(|e| panic!("{CAPTURE_ENV}: {e}"));
 }
 
-/// One backend session as a capture names it: made when the connection
-/// is opened (recording [`Event::Session`]), dropped with it (recording
-/// [`Event::Closed`]). Number 0, and nothing recorded, when not capturing.
+/// One backend session as a capture names it: numbered when the
+/// connection is opened, recorded ([`Event::Session`]) just before its
+/// first statement, and closed ([`Event::Closed`]) when dropped, if it was
+/// recorded. Number 0, and nothing recorded, when not capturing.
+///
+/// A session that sends nothing leaves nothing in the capture: one made
+/// [`Session::unrecorded`] before its first statement (the start-up
+/// sweep's, [`crate::backend::Connection::stop_recording`]) recorded its
+/// opening and its closing when the opening was written at once, and the
+/// replay opened a session (on SQLite, a database) for it.
 #[derive(Debug)]
-pub struct Session(u64);
+pub struct Session {
+    id: u64,
+    /// Its [`Event::Session`] is written.
+    recorded: AtomicBool,
+}
 
 impl Session {
     /// A session whose statements are never recorded: the start-up sweep's
     /// (`crate::runner::sweep`), whose drops of earlier runs' leftovers
-    /// are no part of the pass and fail when replayed, the leftovers gone.
+    /// are no part of the pass and fail when replayed, the leftovers gone,
+    /// and the catalog listings of [`crate::backend::Server::namespaces`].
     pub fn unrecorded() -> Session {
-        Session(0)
+        Session { id: 0, recorded: AtomicBool::new(false) }
     }
 
-    /// A new session's number, recorded when capturing.
+    /// A new session's number (0 when not capturing); its opening is
+    /// recorded with its first statement.
     pub fn open() -> Session {
         if sink().is_none() {
-            return Session(0);
+            return Session::unrecorded();
         }
         static NEXT: AtomicU64 = AtomicU64::new(1);
-        let id = NEXT.fetch_add(1, Ordering::Relaxed);
-        write(&Event::Session { id });
-        Session(id)
+        Session { id: NEXT.fetch_add(1, Ordering::Relaxed), recorded: AtomicBool::new(false) }
+    }
+
+    /// Records its opening, once, before its first statement.
+    fn announce(&self) {
+        if !self.recorded.swap(true, Ordering::SeqCst) {
+            write(&Event::Session { id: self.id });
+        }
     }
 }
 
 impl Drop for Session {
     fn drop(&mut self) {
-        if self.0 != 0 {
-            write(&Event::Closed { id: self.0 });
+        if self.id != 0 && *self.recorded.get_mut() {
+            write(&Event::Closed { id: self.id });
         }
     }
 }
@@ -133,15 +151,16 @@ pub fn sent(
     params: &[Value],
     returned: Returned,
 ) {
-    if session.0 == 0 || sink().is_none() {
+    if session.id == 0 || sink().is_none() {
         return;
     }
+    session.announce();
     let returned = match returned {
         Returned::Changed(n) => format!("changed {n}"),
         Returned::Rows(n) => format!("rows {n}"),
         Returned::Failed => "failed".to_owned(),
     };
-    write(&Event::Sql { session: session.0, sql: render(grammar, style, encoding, sql, params), returned });
+    write(&Event::Sql { session: session.id, sql: render(grammar, style, encoding, sql, params), returned });
 }
 
 /// `sql` with each bind marker of `style` replaced by its value as a
