@@ -342,10 +342,17 @@ fn compare_takes_a_folder_that_is_not_the_whole_corpus_and_refuses_what_it_canno
         assert!(stderr(&o).contains("_URL is not set"), "{args:?}: {}", stderr(&o));
         assert!(!stderr(&o).contains("allow-skip") && stdout(&o).is_empty(), "{args:?}: {}{}", stdout(&o), stderr(&o));
     }
-    // A dialect folder that does not load: exit 2 before any capture.
-    let o = clean_run(&dir.0, &["bench", "--compare", "--db", "sqlite", "--dialects", "/nonexistent-dialects"]);
-    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
-    assert!(stderr(&o).contains("/nonexistent-dialects") && stdout(&o).is_empty(), "{}{}", stdout(&o), stderr(&o));
+    // A dialect folder that does not load: exit 2 before any capture, in
+    // either comparison (--adapter ran a round, then exited 1).
+    for adapter in [&[][..], &["--adapter"][..]] {
+        let mut args = vec!["bench", "--compare", "--db", "sqlite", "--rounds", "1", "--only", "grace/never-beat"];
+        args.extend_from_slice(adapter);
+        args.extend(["--dialects", "/nonexistent-dialects"]);
+        let o = clean_run(&dir.0, &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}{}", stdout(&o), stderr(&o));
+        assert!(stderr(&o).contains("/nonexistent-dialects"), "{args:?}: {}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "{args:?}: nothing ran: {}", stdout(&o));
+    }
     // A CI's REAPCHECK_REQUIRE is not handed to the runs it starts, whose
     // one target is the one --db names.
     let o = common::clean_command(

@@ -121,14 +121,14 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
         }
     };
     // Refused before anything runs: a dialect folder that does not load
-    // (the capturing run would fail on it, with exit 1).
-    if !args.adapter {
-        let names: Vec<&str> =
-            targets.iter().filter_map(|t| reapcheck::target::Target::from_name(t)).map(|t| t.dialect()).collect();
-        if let Err(errors) = inputs.dialects(&names) {
-            errors.iter().for_each(|e| eprintln!("error: {e}"));
-            return ExitCode::from(EXIT_INVALID);
-        }
+    // (the capturing run, or --adapter's first round, would fail on it,
+    // with exit 1). --adapter's runs read the same folder, resolved the
+    // same way, from their scratch project ([`adapter_project`]).
+    let names: Vec<&str> =
+        targets.iter().filter_map(|t| reapcheck::target::Target::from_name(t)).map(|t| t.dialect()).collect();
+    if let Err(errors) = inputs.dialects(&names) {
+        errors.iter().for_each(|e| eprintln!("error: {e}"));
+        return ExitCode::from(EXIT_INVALID);
     }
     let scripts = args
         .scripts
