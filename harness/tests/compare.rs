@@ -390,6 +390,30 @@ fn compare_takes_a_folder_that_is_not_the_whole_corpus_and_refuses_what_it_canno
     assert!(stderr(&o).contains("names no scenario") && stdout(&o).is_empty(), "{}{}", stdout(&o), stderr(&o));
 }
 
+/// A flag of `--compare` without `--compare` is refused (exit 2), not
+/// ignored: clap's `requires` gave way whenever a flag of `bench`'s other
+/// modes (which conflict with `--compare`) was given too.
+#[test]
+fn a_flag_of_compare_without_compare_is_refused() {
+    let dir = Scratch::new("compare", "misplaced");
+    for (flag, other) in [
+        (&["--rounds", "3"][..], &["--iterations", "1"][..]),
+        (&["--adapter"][..], &["--iterations", "1"][..]),
+        (&["--only", "grace/"][..], &["--scale", "--sizes", "10,20", "--processing", "5", "--stale", "1"][..]),
+        (
+            &["--scripts", "out"][..],
+            &["--runs", "1", "--scale", "--sizes", "10,20", "--processing", "5", "--stale", "1"][..],
+        ),
+        (&["--rounds", "3"][..], &[][..]),
+    ] {
+        let args = [&["bench", "--db", "sqlite"][..], flag, other].concat();
+        let o = clean_run(&dir.0, &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}{}", stdout(&o), stderr(&o));
+        assert!(stderr(&o).contains("--compare") && stderr(&o).contains(flag[0]), "{args:?}: {}", stderr(&o));
+        assert!(stdout(&o).is_empty(), "{args:?}: nothing ran: {}", stdout(&o));
+    }
+}
+
 /// Every target's client is checked before the first capture: an
 /// unreachable server is refused with exit 2 before SQLite's rounds, not
 /// found by its own capture after them.

@@ -61,6 +61,10 @@ pub struct BenchArgs {
 /// Runs the benchmark and prints, per target, the median and 95th
 /// percentile of each phase per scenario run, and the pass wall time.
 pub fn bench(args: BenchArgs) -> ExitCode {
+    if let Some(flag) = args.compare.misplaced() {
+        eprintln!("error: {flag} is a flag of `bench --compare`: add --compare, or leave {flag} out; nothing ran");
+        return ExitCode::from(EXIT_INVALID);
+    }
     if args.compare.compare {
         return super::bench_compare::compare(&args.compare, &args.db, &args.inputs);
     }

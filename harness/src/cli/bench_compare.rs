@@ -17,9 +17,11 @@ pub struct CompareArgs {
     /// (docs/performance.md).
     #[arg(long)]
     pub compare: bool,
-    /// `--compare`: rounds of client, `run --jobs 1`, `run`.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u16).range(1..), requires = "compare")]
-    pub rounds: u16,
+    /// `--compare`: rounds of client, `run --jobs 1`, `run` [default: 5].
+    // An Option, not `default_value_t`: `bench` sees that it was given
+    // ([`CompareArgs::misplaced`]).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..), requires = "compare")]
+    pub rounds: Option<u16>,
     /// `--compare`: instead, the reference adapter (`adapter:reference-<db>`,
     /// this binary's `adapter serve`) against SQL mode on the same
     /// database, per scenario.
@@ -35,6 +37,31 @@ pub struct CompareArgs {
     /// signal stopped it, kept and named when one failed].
     #[arg(long, value_name = "DIR", requires = "compare")]
     pub scripts: Option<std::path::PathBuf>,
+}
+
+/// The rounds when `--rounds` is not given.
+const DEFAULT_ROUNDS: u16 = 5;
+
+impl CompareArgs {
+    /// The first flag of `--compare` given without it. clap's `requires =
+    /// "compare"` refuses one only when no flag of `bench`'s other modes is
+    /// given: those conflict with `--compare`, and clap takes a missing
+    /// requirement that conflicts with a flag given for satisfied, so
+    /// `bench --iterations 1 --rounds 3` measured 1 iteration and ignored
+    /// `--rounds`.
+    pub fn misplaced(&self) -> Option<&'static str> {
+        if self.compare {
+            return None;
+        }
+        [
+            (self.rounds.is_some(), "--rounds"),
+            (self.adapter, "--adapter"),
+            (self.only.is_some(), "--only"),
+            (self.scripts.is_some(), "--scripts"),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+    }
 }
 
 /// Runs `bench --compare` on the `--db` targets.
@@ -188,7 +215,13 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
     } else {
         None
     };
-    let settings = Settings { exe, rounds: usize::from(args.rounds), run_args, scripts: scripts.clone(), project };
+    let settings = Settings {
+        exe,
+        rounds: usize::from(args.rounds.unwrap_or(DEFAULT_ROUNDS)),
+        run_args,
+        scripts: scripts.clone(),
+        project,
+    };
     let mut ok = true;
     for target in targets {
         if let Some(signal) = interrupt::interrupted() {
