@@ -319,9 +319,12 @@ pub fn run(args: RunArgs) -> ExitCode {
     // statement's reply is handed from the thread that read it to another
     // that waits for it (on MariaDB those hand-overs were about 35 us a
     // statement, a sixth of `run --jobs 1`).
-    // SQLite alone is the same whatever --jobs says ([`cases_at_once`]).
-    let one_at_a_time = targets.iter().all(|t| cases_at_once(*t, args.jobs) == 1) && adapters.is_empty();
-    let mut runtime = match one_at_a_time {
+    // SQLite alone is the same whatever --jobs says ([`cases_at_once`]),
+    // and an adapter target always plays one scenario at a time, after
+    // the database targets (`run_adapters`), so it never needs a second
+    // thread: on the multi-thread runtime each of its replies was read by
+    // one thread and handed to another.
+    let mut runtime = match one_thread(&targets, args.jobs) {
         true => tokio::runtime::Builder::new_current_thread(),
         false => tokio::runtime::Builder::new_multi_thread(),
     };
@@ -655,6 +658,14 @@ struct TargetRun {
 /// slower than `--jobs 1` in `perf stat -r 15`).
 fn cases_at_once(target: Target, jobs: u16) -> usize {
     if target == Target::Sqlite { 1 } else { usize::from(jobs) }
+}
+
+/// Whether `run` drives its targets on one thread (a current-thread
+/// runtime): when every database target plays one case at a time
+/// ([`cases_at_once`]). Adapter targets are not asked: they always play
+/// one scenario at a time, after the database targets.
+fn one_thread(targets: &[Target], jobs: u16) -> bool {
+    targets.iter().all(|t| cases_at_once(*t, jobs) == 1)
 }
 
 /// Plays every scenario on `target`, [`cases_at_once`] at once, its lines
@@ -1069,6 +1080,15 @@ mod tests {
                 assert_eq!(cases_at_once(server, jobs), usize::from(jobs), "{server}");
             }
         }
+    }
+
+    #[test]
+    fn one_thread_drives_the_run_when_every_database_target_plays_one_case_at_a_time() {
+        assert!(one_thread(&[Target::Sqlite], 4), "SQLite alone, whatever --jobs says");
+        assert!(one_thread(&[], 4), "adapter targets alone");
+        assert!(one_thread(&[Target::Sqlite, Target::Postgres], 1));
+        assert!(!one_thread(&[Target::Sqlite, Target::Postgres], 4));
+        assert!(!one_thread(&[Target::Mariadb], 2));
     }
 
     #[test]
