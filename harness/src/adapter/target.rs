@@ -16,7 +16,7 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-use super::client::{Client, ClientError, ClientErrorKind, Exchange};
+use super::client::{Client, ClientError, ClientErrorKind, Exchange, Log};
 use super::play::{Play, Stop, Window};
 use super::process::Spawn;
 use super::protocol::{Database, Empty, HandshakeResult, Op};
@@ -71,8 +71,9 @@ pub struct AdapterRun {
 /// `explain` (empty when the scenario was not played).
 #[derive(Clone, Debug, Default)]
 pub struct Transcript {
-    /// Every request and its reply, in order (credentials redacted).
-    pub exchanges: Vec<Exchange>,
+    /// Every request and its reply, in order, redacted when read
+    /// ([`Transcript::exchanges`]).
+    pub log: Log,
     /// `marks[i]`: how many exchanges came before step `i`; the last one
     /// counts those before `teardown`. Setup's are `..marks[0]`.
     pub marks: Vec<usize>,
@@ -86,9 +87,14 @@ pub struct Transcript {
 }
 
 impl Transcript {
+    /// Every request and its reply, in order, credentials redacted.
+    pub fn exchanges(&self) -> Vec<Exchange> {
+        self.log.redacted()
+    }
+
     /// Every exchange as `> request` and `< reply` lines (`--trace`).
     pub fn render(&self) -> String {
-        trace(&self.exchanges, &self.marks, None)
+        trace(&self.exchanges(), &self.marks, None)
     }
 }
 
@@ -332,7 +338,7 @@ impl AdapterTarget {
             return no_document(Verdict::Fail("the adapter did not start".to_owned()));
         };
         session.client.stderr().clear();
-        session.client.take_log();
+        session.client.clear_log();
         let profile = session.profile.clone();
         // Under the reference profile the model's run is the one already
         // made, when it recorded its states (`run` asks it to); under any
@@ -388,8 +394,7 @@ impl AdapterTarget {
                 };
             }
         }
-        let log = session.client.take_log();
-        transcript.exchanges = log.clone();
+        transcript.log = session.client.take_log();
         transcript.marks = marks.clone();
         let failed = !matches!(played, Ok(_) | Err(Stop::Skip(_) | Stop::Unplayable(_))) || !broken.is_empty();
         let tail = match (failed, self.session.take()) {
@@ -448,7 +453,7 @@ impl AdapterTarget {
         let verdict = match (verdict, dropped) {
             (Verdict::Fail(why), _) => {
                 let first = first_parting(&steps, &model_outcome.steps, &transcript.states, &transcript.model_states);
-                let mut shown = format!("{why}\n{}", trace(&log, &marks, first));
+                let mut shown = format!("{why}\n{}", trace(&transcript.exchanges(), &marks, first));
                 if let Some(d) = first.and_then(|c| self.state_difference(transcript, c)) {
                     shown.push_str(&format!("\nthe state there (instants relative to the clock):\n{d}"));
                 }

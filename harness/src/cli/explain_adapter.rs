@@ -96,14 +96,15 @@ pub fn explain(loaded: &LoadedScenario, name: &str, inputs: &Inputs) -> ExitCode
 /// the exchanges of that step (its request, then the `read` after it),
 /// with a `!!` marker where the states read back first part.
 fn interleave(loaded: &LoadedScenario, target: &str, notes: &[String], t: &Transcript, parted: &Parting) {
+    let exchanges = t.exchanges();
     let show = |from: usize, to: usize| {
-        for e in t.exchanges.get(from..to.min(t.exchanges.len())).unwrap_or_default() {
+        for e in exchanges.get(from..to.min(exchanges.len())).unwrap_or_default() {
             println!("    > {}", e.request);
             println!("    < {}", e.reply.as_deref().unwrap_or("(no reply)"));
         }
     };
     println!("setup");
-    show(0, t.marks.first().copied().unwrap_or(t.exchanges.len()));
+    show(0, t.marks.first().copied().unwrap_or(exchanges.len()));
     mark_parting(target, 0, parted, t);
     let mut groups = super::explain::split_steps(notes).into_iter();
     for index in 0..loaded.scenario.steps.len() {
@@ -111,7 +112,7 @@ fn interleave(loaded: &LoadedScenario, target: &str, notes: &[String], t: &Trans
             println!("{line}");
         }
         if let Some(&from) = t.marks.get(index) {
-            show(from, t.marks.get(index + 1).copied().unwrap_or(t.exchanges.len()));
+            show(from, t.marks.get(index + 1).copied().unwrap_or(exchanges.len()));
         }
         mark_parting(target, index + 1, parted, t);
     }

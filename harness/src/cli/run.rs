@@ -888,7 +888,7 @@ async fn run_adapters(
                 None => match AssertUnwindSafe(target.check(s, model.as_ref())).catch_unwind().await {
                     // A failure carries its exchanges already; `--trace` shows a pass's.
                     Ok(run) => {
-                        let traced = (args.trace && !run.verdict.is_failure() && !run.transcript.exchanges.is_empty())
+                        let traced = (args.trace && !run.verdict.is_failure() && !run.transcript.log.is_empty())
                             .then(|| run.transcript.render());
                         (run.verdict, run.document, traced)
                     }
