@@ -137,15 +137,23 @@ fn without_scripts_its_own_folder_is_removed_when_every_target_was_compared() {
 
 /// A fake client named `name` in a folder of its own (returned): it
 /// answers `--version`, runs a `SELECT 1;` script (the check before the
-/// capture) with exit 0, and anything else with the shell commands `rest`.
+/// capture) printing its 1, and anything else with the shell commands
+/// `rest`.
 #[cfg(unix)]
 fn fake_client(dir: &Scratch, name: &str, rest: &str) -> std::path::PathBuf {
+    fake_client_answering(dir, name, "echo 1; exit 0", rest)
+}
+
+/// [`fake_client`], whose answer to `SELECT 1;` is the shell commands
+/// `select`.
+#[cfg(unix)]
+fn fake_client_answering(dir: &Scratch, name: &str, select: &str, rest: &str) -> std::path::PathBuf {
     use std::os::unix::fs::PermissionsExt as _;
     let bin = dir.path(&format!("bin-{name}"));
     std::fs::create_dir_all(&bin).unwrap();
     let fake = format!(
         "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 3.40.1; exit 0; fi\nread -r first\n\
-         if [ \"$first\" = 'SELECT 1;' ]; then exit 0; fi\n{rest}\n"
+         if [ \"$first\" = 'SELECT 1;' ]; then {select}; fi\n{rest}\n"
     );
     let script = bin.join(name);
     std::fs::write(&script, fake).unwrap();
@@ -388,6 +396,10 @@ fn compare_takes_a_folder_that_is_not_the_whole_corpus_and_refuses_what_it_canno
     let o = clean_run(&dir.0, &["bench", "--compare", "--db", "sqlite", "--only", ","]);
     assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
     assert!(stderr(&o).contains("names no scenario") && stdout(&o).is_empty(), "{}{}", stdout(&o), stderr(&o));
+    // What --only was is shown so that a blank one is seen.
+    let o = clean_run(&dir.0, &["bench", "--compare", "--db", "sqlite", "--only", " "]);
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("error: --only ' ': no scenario in "), "{}", stderr(&o));
 }
 
 /// A flag of `--compare` without `--compare` is refused (exit 2), not
@@ -411,6 +423,30 @@ fn a_flag_of_compare_without_compare_is_refused() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}{}", stdout(&o), stderr(&o));
         assert!(stderr(&o).contains("--compare") && stderr(&o).contains(flag[0]), "{args:?}: {}", stderr(&o));
         assert!(stdout(&o).is_empty(), "{args:?}: nothing ran: {}", stdout(&o));
+    }
+}
+
+/// The check before the capture looks for the 1 of `SELECT 1`: a client
+/// that exits 0 and prints nothing answered nothing. SQLite's failure is
+/// said as SQLite's (no server, no URL).
+#[cfg(unix)]
+#[test]
+fn a_client_that_prints_nothing_fails_the_check() {
+    let dir = Scratch::new("compare", "silent");
+    for (select, said) in [("exit 0", "without printing the 1; it printed nothing"), ("exit 1", "exit status: 1")] {
+        let bin = fake_client_answering(&dir, "sqlite3", select, "exit 0");
+        let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+        let args = ["bench", "--compare", "--rounds", "1", "--db", "sqlite", "--only", "grace/never-beat"];
+        let o = common::clean_command(&dir.0, &args).env("PATH", &path).output().unwrap();
+        let text = format!("{}{}", stdout(&o), stderr(&o));
+        assert_eq!(o.status.code(), Some(2), "{select}: {text}");
+        assert!(
+            stderr(&o).contains("--db sqlite: `sqlite3` could not run `SELECT 1` on an in-memory database ("),
+            "{select}: {text}"
+        );
+        assert!(stderr(&o).contains(said) && stderr(&o).contains("nothing ran"), "{select}: {text}");
+        assert!(!text.contains("server") && !text.contains("URL"), "SQLite has neither: {text}");
+        assert!(!stdout(&o).contains(" statements "), "no capture ran: {text}");
     }
 }
 

@@ -125,18 +125,15 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
     // matching none of them (every run would refuse it, with exit 1).
     let only: Vec<String> =
         args.only.iter().flat_map(|o| o.split(',')).filter(|f| !f.is_empty()).map(str::to_owned).collect();
+    let only_shown = shell_quoted(args.only.as_deref().unwrap_or_default());
     if args.only.is_some() && only.is_empty() {
-        eprintln!(
-            "error: --only {:?} names no scenario: give names (grace/floor,leases/) or leave --only out",
-            args.only.as_deref().unwrap_or_default()
-        );
+        eprintln!("error: --only {only_shown} names no scenario: give names (grace/floor,leases/) or leave --only out");
         return ExitCode::from(EXIT_INVALID);
     }
     let selected = match inputs.scenarios(&only, false) {
         Ok(s) if s.is_empty() => {
             eprintln!(
-                "error: --only {}: no scenario in {} matches: nothing would run",
-                args.only.as_deref().unwrap_or_default(),
+                "error: --only {only_shown}: no scenario in {} matches: nothing would run",
                 inputs.scenarios_shown()
             );
             return ExitCode::from(EXIT_INVALID);
@@ -259,6 +256,16 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
 /// Fewer scenarios than this and `bench --compare` says its ratios are
 /// mostly process start-up.
 const FEW_SCENARIOS: usize = 20;
+
+/// `text` as a shell would take it back: as it is when it is a plain word
+/// (`grace/floor,leases/`), else in single quotes (`' '`, `''`).
+fn shell_quoted(text: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/_-.,:=+@%".contains(c);
+    if !text.is_empty() && text.chars().all(plain) {
+        return text.to_owned();
+    }
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
 
 /// `bench --compare`'s own folder in the temporary directory, removed on
 /// drop unless kept: a panic or an early return leaves nothing behind.

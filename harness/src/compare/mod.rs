@@ -489,15 +489,17 @@ pub fn rounds(n: usize) -> String {
 }
 
 /// Checks, before anything is captured or timed, that `target`'s client
-/// starts and reaches its server: it runs `SELECT 1;` through
+/// starts, reaches its server and answers: it runs `SELECT 1;` through
 /// [`client_command`], from a file written in (and removed from)
-/// `scripts`. `bench --compare` calls it for every target first, so that a
-/// missing `sqlite3` or an unreachable URL is said before the first
-/// target's rounds, not after them.
+/// `scripts`, and looks for the `1` on its output (a client that printed
+/// nothing answered nothing). `bench --compare` calls it for every target
+/// first, so that a missing `sqlite3` or an unreachable URL is said before
+/// the first target's rounds, not after them.
 ///
 /// Errors: no client for the target, the client cannot start (with what
-/// to install), or it could not run the statement (its exit status and
-/// last lines, redacted).
+/// to install), a URL the client cannot be given (`client_command`), or
+/// it could not run the statement (its exit status and last lines,
+/// redacted).
 pub fn preflight(target: &str, scripts: &Path) -> Result<(), String> {
     let Some(client) = Client::for_target(target) else {
         return Err("bench --compare replays through sqlite3, psql and mariadb only".to_owned());
@@ -511,16 +513,54 @@ pub fn preflight(target: &str, scripts: &Path) -> Result<(), String> {
     }
     let probe = scripts.join(format!(".reapcheck-preflight-{target}.sql"));
     std::fs::write(&probe, "SELECT 1;\n").map_err(|e| format!("{}: {e}", probe.display()))?;
-    let ran = client_command(client, target, &probe, true).and_then(|cmd| timed(cmd, client.name()));
+    let cmd = client_command(client, target, &probe, true);
+    let ran = cmd.map(|mut cmd| {
+        cmd.stdout(Stdio::piped());
+        match crate::interrupt::interrupted() {
+            Some(signal) => Err(format!("not started: interrupted by {signal}")),
+            None => run_to_end(cmd),
+        }
+    });
     let _ = std::fs::remove_file(&probe);
-    ran.map(|_| ()).map_err(|e| {
-        let url = if target == "sqlite" {
-            String::new()
-        } else {
-            format!(" through REAPCHECK_{}_URL", target.to_uppercase())
-        };
-        format!("the client could not run `SELECT 1`{url} ({e}): start the server, or fix the URL or the client")
-    })
+    // A URL the client cannot be given is said as it is.
+    let (out, _) = match ran? {
+        Ok(ran) => ran,
+        Err(e) => return Err(preflight_failed(client, target, &e)),
+    };
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        let tail: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).take(5).collect();
+        let said = crate::redact::text(&tail.join(" | "));
+        return Err(preflight_failed(client, target, &format!("{}: {said}", out.status)));
+    }
+    let printed = String::from_utf8_lossy(&out.stdout);
+    if !printed.lines().any(|l| l.trim() == "1") {
+        let shown: Vec<&str> = printed.lines().filter(|l| !l.trim().is_empty()).take(3).collect();
+        let shown = if shown.is_empty() { "nothing".to_owned() } else { crate::redact::text(&shown.join(" | ")) };
+        return Err(preflight_failed(
+            client,
+            target,
+            &format!("it exited 0 without printing the 1; it printed {shown}"),
+        ));
+    }
+    Ok(())
+}
+
+/// What [`preflight`] says when the client could not run `SELECT 1`
+/// (`detail`): for SQLite, about the `sqlite3` on PATH (no server, no
+/// URL); for a server, about it, its URL and the client.
+fn preflight_failed(client: Client, target: &str, detail: &str) -> String {
+    if client == Client::Sqlite3 {
+        return format!(
+            "`sqlite3` could not run `SELECT 1` on an in-memory database ({detail}): fix or reinstall it (Debian: \
+             apt-get install sqlite3), or put a working sqlite3 first on PATH"
+        );
+    }
+    let variable = format!("REAPCHECK_{}_URL", target.to_uppercase());
+    format!(
+        "the client could not run `SELECT 1` through {variable} ({detail}): start the server, or fix the URL or the \
+         client"
+    )
 }
 
 /// Captures one pass of `target`, writes its script, and times the rounds;
