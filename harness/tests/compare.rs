@@ -450,6 +450,61 @@ fn a_client_that_prints_nothing_fails_the_check() {
     }
 }
 
+/// The `mariadb` client connects as reapcheck's sqlx connection does, TLS
+/// options included: a URL requiring TLS of a server without it fails the
+/// check before anything runs (exit 2), where the client connected in the
+/// clear and the capture then failed (exit 1). MariaDB, when
+/// `REAPCHECK_MARIADB_URL` is set to a server without TLS (`.ci/run`'s).
+#[test]
+fn a_mariadb_url_requiring_tls_is_the_clients_too() {
+    let Some(url) = std::env::var("REAPCHECK_MARIADB_URL").ok().filter(|u| !u.is_empty()) else {
+        eprintln!("skipped: REAPCHECK_MARIADB_URL is not set");
+        return;
+    };
+    let dir = Scratch::new("compare", "mariadb-tls");
+    let parsed = url::Url::parse(&url).unwrap();
+    let mut ask = Command::new("mariadb");
+    ask.args(["--batch", "--skip-column-names", "--protocol=TCP", "-h", parsed.host_str().unwrap_or("127.0.0.1")]);
+    ask.args([
+        "-P",
+        &parsed.port().unwrap_or(3306).to_string(),
+        "-u",
+        Some(parsed.username()).filter(|u| !u.is_empty()).unwrap_or("root"),
+        "-e",
+        "SELECT @@have_ssl",
+    ]);
+    if let Some(password) = parsed.password() {
+        ask.env("MYSQL_PWD", password);
+    }
+    let have_ssl = ask.output().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+    let mut required = parsed.clone();
+    required.query_pairs_mut().append_pair("ssl-mode", "REQUIRED");
+    let args = ["bench", "--compare", "--rounds", "1", "--db", "mariadb", "--only", "grace/never-beat"];
+    let o = common::clean_command(&dir.0, &args).env("REAPCHECK_MARIADB_URL", required.as_str()).output().unwrap();
+    let text = format!("{}{}", stdout(&o), stderr(&o));
+    if have_ssl.as_deref().is_ok_and(|h| h == "YES") {
+        eprintln!("skipped: the server has TLS: {text}");
+        return;
+    }
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(
+        stderr(&o).contains("--db mariadb: the client could not run `SELECT 1` through REAPCHECK_MARIADB_URL"),
+        "{text}"
+    );
+    assert!(stderr(&o).contains("ssl-ca=FILE") && stderr(&o).contains("nothing ran"), "{text}");
+    assert!(!stdout(&o).contains(" statements "), "no capture ran: {text}");
+    if let Some(password) = parsed.password().filter(|p| !p.is_empty()) {
+        assert!(!text.contains(password), "the password is never printed: {text}");
+    }
+    // A mode neither sqlx nor the client knows: refused, nothing ran.
+    let mut unknown = parsed.clone();
+    unknown.query_pairs_mut().append_pair("ssl-mode", "ALWAYS");
+    let o = common::clean_command(&dir.0, &args).env("REAPCHECK_MARIADB_URL", unknown.as_str()).output().unwrap();
+    let text = format!("{}{}", stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(2), "{text}");
+    assert!(stderr(&o).contains("ssl-mode=ALWAYS is none of") && stderr(&o).contains("nothing ran"), "{text}");
+}
+
 /// Every target's client is checked before the first capture: an
 /// unreachable server is refused with exit 2 before SQLite's rounds, not
 /// found by its own capture after them.

@@ -213,29 +213,117 @@ pub fn client_command(client: Client, target: &str, script: &Path, strict: bool)
             cmd.arg("-f").arg(script).arg(url).stdin(Stdio::null());
         }
         Client::Mariadb => {
-            let url = url()?;
-            let parsed = url::Url::parse(&url).map_err(|e| format!("REAPCHECK_{}_URL: {e}", target.to_uppercase()))?;
+            let variable = format!("REAPCHECK_{}_URL", target.to_uppercase());
+            let connection = mariadb_connection(&url()?, &variable)?;
             cmd = Command::new("mariadb");
-            cmd.args(["--batch", "--default-character-set=utf8mb4", "--protocol=TCP"]);
+            cmd.args(["--batch", "--default-character-set=utf8mb4"]);
             if !strict {
                 cmd.arg("--force");
             }
-            cmd.arg("-h").arg(parsed.host_str().unwrap_or("127.0.0.1"));
-            cmd.arg("-P").arg(parsed.port().unwrap_or(3306).to_string());
-            let user = Some(decoded(parsed.username())).filter(|u| !u.is_empty());
-            cmd.arg("-u").arg(user.unwrap_or_else(|| "root".to_owned()));
-            if let Some(password) = parsed.password() {
-                cmd.env("MYSQL_PWD", decoded(password));
-            }
-            let database = parsed.path().trim_start_matches('/');
-            if !database.is_empty() {
-                cmd.arg(database);
+            cmd.args(&connection.args);
+            // In the environment, as psql's: never on the command line.
+            if let Some(password) = connection.password {
+                cmd.env("MYSQL_PWD", password);
             }
             cmd.stdin(stdin()?);
         }
     }
     cmd.stdout(Stdio::null()).stderr(Stdio::piped());
     Ok(cmd)
+}
+
+/// What the `mariadb` client is given to connect as reapcheck's sqlx
+/// connection does ([`mariadb_connection`]).
+#[derive(Debug, PartialEq, Eq)]
+struct MariadbConnection {
+    /// Its flags, the database last.
+    args: Vec<String>,
+    /// The URL's password, decoded, for `MYSQL_PWD`.
+    password: Option<String>,
+}
+
+/// The `mariadb` client's flags for a MySQL/MariaDB URL read as sqlx reads
+/// it (`MySqlConnectOptions`' URL parameters, the last of a repeated one
+/// winning), so that the preflight and the replay connect as the capture
+/// did: host, port, user and database; `socket`; and TLS:
+///
+/// - `ssl-mode` (or `sslmode`) `DISABLED`: `--skip-ssl`, the CA and key
+///   files unused, as sqlx leaves them;
+/// - `PREFERRED` (sqlx's default): `--ssl --skip-ssl-verify-server-cert`,
+///   TLS when the server has it, its certificate unchecked, as sqlx;
+/// - `REQUIRED`, `VERIFY_CA`, `VERIFY_IDENTITY`: `--ssl
+///   --ssl-verify-server-cert`, the only way the client refuses a server
+///   without TLS; it checks the certificate and the host name too, more
+///   than sqlx does for the first two, so a server whose certificate it
+///   cannot check fails the preflight ([`preflight`] says what to give);
+/// - `ssl-ca`, `ssl-cert`, `ssl-key` (or `sslca`, ...): `--ssl-ca=`,
+///   `--ssl-cert=`, `--ssl-key=`.
+///
+/// Other parameters (`charset`, `collation`, `timezone`,
+/// `statement-cache-capacity`) are session settings or driver state the
+/// replay does not measure (docs/performance.md).
+///
+/// Errors: the URL does not parse, or names an `ssl-mode` sqlx does not
+/// know (no password in either message).
+fn mariadb_connection(url: &str, variable: &str) -> Result<MariadbConnection, String> {
+    let parsed = url::Url::parse(url).map_err(|e| format!("{variable}: {e}: fix the URL"))?;
+    let (mut mode, mut ca, mut cert, mut key, mut socket) = ("PREFERRED".to_owned(), None, None, None, None);
+    for (name, value) in parsed.query_pairs() {
+        let value = value.into_owned();
+        match &*name {
+            "ssl-mode" | "sslmode" => mode = value.to_ascii_uppercase(),
+            "ssl-ca" | "sslca" => ca = Some(value),
+            "ssl-cert" | "sslcert" => cert = Some(value),
+            "ssl-key" | "sslkey" => key = Some(value),
+            "socket" => socket = Some(value),
+            _ => {}
+        }
+    }
+    let mut args = Vec::new();
+    match socket {
+        Some(path) => args.extend(["--protocol=SOCKET".to_owned(), format!("--socket={path}")]),
+        None => {
+            args.extend(["--protocol=TCP".to_owned(), "-h".to_owned()]);
+            args.push(parsed.host_str().unwrap_or("127.0.0.1").to_owned());
+            args.extend(["-P".to_owned(), parsed.port().unwrap_or(3306).to_string()]);
+        }
+    }
+    let user = Some(decoded(parsed.username())).filter(|u| !u.is_empty());
+    args.extend(["-u".to_owned(), user.unwrap_or_else(|| "root".to_owned())]);
+    match mode.as_str() {
+        "DISABLED" => args.push("--skip-ssl".to_owned()),
+        "PREFERRED" | "REQUIRED" | "VERIFY_CA" | "VERIFY_IDENTITY" => {
+            args.push("--ssl".to_owned());
+            args.push(
+                if mode == "PREFERRED" { "--skip-ssl-verify-server-cert" } else { "--ssl-verify-server-cert" }
+                    .to_owned(),
+            );
+            for (flag, file) in [("--ssl-ca", ca), ("--ssl-cert", cert), ("--ssl-key", key)] {
+                if let Some(file) = file {
+                    args.push(format!("{flag}={file}"));
+                }
+            }
+        }
+        _ => {
+            return Err(format!(
+                "{variable}: ssl-mode={mode} is none of DISABLED, PREFERRED, REQUIRED, VERIFY_CA, VERIFY_IDENTITY \
+                 (sqlx's and the mariadb client's modes): fix the URL"
+            ));
+        }
+    }
+    let database = decoded(parsed.path().trim_start_matches('/'));
+    if !database.is_empty() {
+        args.push(database);
+    }
+    Ok(MariadbConnection { args, password: parsed.password().map(decoded) })
+}
+
+/// Whether `target`'s URL has the `mariadb` client check the server's
+/// certificate ([`mariadb_connection`]), which a preflight that fails is
+/// then to say.
+fn mariadb_checks_certificate(target: &str) -> bool {
+    let Ok(url) = std::env::var(format!("REAPCHECK_{}_URL", target.to_uppercase())) else { return false };
+    mariadb_connection(&url, "").is_ok_and(|c| c.args.iter().any(|a| a == "--ssl-verify-server-cert"))
 }
 
 /// A URL's user-info part as text: percent-decoded, and nothing else
@@ -548,7 +636,9 @@ pub fn preflight(target: &str, scripts: &Path) -> Result<(), String> {
 
 /// What [`preflight`] says when the client could not run `SELECT 1`
 /// (`detail`): for SQLite, about the `sqlite3` on PATH (no server, no
-/// URL); for a server, about it, its URL and the client.
+/// URL); for a server, about it, its URL and the client, and, when the
+/// `mariadb` client was to check the server's certificate, how to give it
+/// what it needs.
 fn preflight_failed(client: Client, target: &str, detail: &str) -> String {
     if client == Client::Sqlite3 {
         return format!(
@@ -557,10 +647,18 @@ fn preflight_failed(client: Client, target: &str, detail: &str) -> String {
         );
     }
     let variable = format!("REAPCHECK_{}_URL", target.to_uppercase());
-    format!(
+    let mut said = format!(
         "the client could not run `SELECT 1` through {variable} ({detail}): start the server, or fix the URL or the \
          client"
-    )
+    );
+    if client == Client::Mariadb && mariadb_checks_certificate(target) {
+        said.push_str(&format!(
+            "; with ssl-mode REQUIRED, VERIFY_CA or VERIFY_IDENTITY in {variable} the mariadb client requires TLS \
+             only by checking the server's certificate and host name (--ssl-verify-server-cert): name the server's CA \
+             in the URL (ssl-ca=FILE), give ssl-mode=PREFERRED, or enable TLS on the server"
+        ));
+    }
+    said
 }
 
 /// Captures one pass of `target`, writes its script, and times the rounds;
@@ -735,6 +833,42 @@ mod tests {
         assert_eq!(median(&[d(300), d(100)]), Some(d(200)));
         assert_eq!(median(&[d(1), d(2), d(3)]), Some(d(2)));
         assert_eq!(median::<Duration>(&[]), None);
+    }
+
+    #[test]
+    fn the_mariadb_client_connects_with_the_urls_tls_options_as_sqlx_does() {
+        let args = |url: &str| mariadb_connection(url, "REAPCHECK_MARIADB_URL").map(|c| c.args.join(" "));
+        // sqlx's default is PREFERRED: TLS when the server has it, unchecked.
+        assert_eq!(
+            args("mysql://app@db:3307/test").unwrap(),
+            "--protocol=TCP -h db -P 3307 -u app --ssl --skip-ssl-verify-server-cert test"
+        );
+        assert_eq!(args("mysql://db/test?ssl-mode=disabled&ssl-ca=/ca.pem").unwrap(), {
+            "--protocol=TCP -h db -P 3306 -u root --skip-ssl test"
+        });
+        // REQUIRED: the client refuses a server without TLS only by checking
+        // its certificate.
+        for mode in ["REQUIRED", "VERIFY_CA", "verify_identity"] {
+            assert_eq!(
+                args(&format!("mysql://db/test?ssl-mode={mode}&sslca=/c%20a.pem&ssl-cert=/c.pem&ssl-key=/k.pem"))
+                    .unwrap(),
+                "--protocol=TCP -h db -P 3306 -u root --ssl --ssl-verify-server-cert --ssl-ca=/c a.pem \
+                 --ssl-cert=/c.pem --ssl-key=/k.pem test",
+                "{mode}"
+            );
+        }
+        // The last of a repeated parameter wins, as in sqlx; a socket is used.
+        assert_eq!(
+            args("mysql://db/test?sslmode=REQUIRED&ssl-mode=DISABLED&socket=/run/m.sock").unwrap(),
+            "--protocol=SOCKET --socket=/run/m.sock -u root --skip-ssl test"
+        );
+        // A mode neither knows: refused, with what to do, without the password.
+        let e = mariadb_connection("mysql://u:s3cret@db/test?ssl-mode=ALWAYS", "REAPCHECK_MARIADB_URL").unwrap_err();
+        assert!(e.contains("ssl-mode=ALWAYS is none of DISABLED, PREFERRED") && e.contains("fix the URL"), "{e}");
+        assert!(!e.contains("s3cret"), "{e}");
+        let c = mariadb_connection("mysql://u:p%40ss@db/te%2Dst", "V").unwrap();
+        assert_eq!(c.password.as_deref(), Some("p@ss"));
+        assert!(c.args.iter().all(|a| !a.contains("p@ss")) && c.args.last().unwrap() == "te-st", "{:?}", c.args);
     }
 
     #[test]
