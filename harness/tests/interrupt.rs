@@ -130,9 +130,16 @@ impl PrivateMariadb {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("a temp dir");
         let data = dir.join("data");
+        // Temporary tables in a folder of its own: in the shared /tmp their
+        // files are named after the server's pid, and a bootstrap whose pid
+        // an earlier or concurrent server had used failed with `Unknown
+        // table 'mysql.tmp_user_sys'` (seen here once pids had wrapped).
+        let tmp = dir.join("tmp");
+        std::fs::create_dir_all(&tmp).expect("a temp dir");
         let install = Command::new("mariadb-install-db")
             .arg("--no-defaults")
             .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--tmpdir={}", tmp.display()))
             .args(["--user=root", "--auth-root-authentication-method=normal", "--skip-test-db"])
             .output()
             .expect("mariadb-install-db runs");
@@ -140,6 +147,7 @@ impl PrivateMariadb {
         let server = Command::new("/usr/sbin/mariadbd")
             .arg("--no-defaults")
             .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--tmpdir={}", tmp.display()))
             .arg(format!("--socket={}", dir.join("sock").display()))
             .arg(format!("--port={port}"))
             .args(["--bind-address=127.0.0.1", "--user=root", "--skip-grant-tables", "--skip-log-bin"])

@@ -212,18 +212,23 @@ fn start(private: &mut Private) -> Result<Ports, String> {
     // MariaDB: require_secure_transport, and a `test` database.
     let my = free_port(55445..55450)?;
     let my_data = dir.join("my");
+    // Temporary tables in a folder of its own, not the shared /tmp, whose
+    // files are named after the server's pid (interrupt.rs says why).
+    let my_tmp = dir.join("my-tmp");
+    std::fs::create_dir_all(&my_tmp).map_err(|e| format!("{}: {e}", my_tmp.display()))?;
     run(
-        Command::new("mariadb-install-db").arg("--no-defaults").arg(format!("--datadir={}", my_data.display())).args([
-            "--user=root",
-            "--auth-root-authentication-method=normal",
-            "--skip-test-db",
-        ]),
+        Command::new("mariadb-install-db")
+            .arg("--no-defaults")
+            .arg(format!("--datadir={}", my_data.display()))
+            .arg(format!("--tmpdir={}", my_tmp.display()))
+            .args(["--user=root", "--auth-root-authentication-method=normal", "--skip-test-db"]),
         "mariadb-install-db",
     )?;
     let socket = dir.join("my.sock");
     let child = Command::new(mariadbd)
         .arg("--no-defaults")
         .arg(format!("--datadir={}", my_data.display()))
+        .arg(format!("--tmpdir={}", my_tmp.display()))
         .arg(format!("--socket={}", socket.display()))
         .arg(format!("--port={my}"))
         .arg(format!("--pid-file={d}/my.pid"))
