@@ -138,7 +138,7 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
             );
             return ExitCode::from(EXIT_INVALID);
         }
-        Ok(s) => s.len(),
+        Ok(s) => s,
         Err(errors) => {
             super::inputs::report(&errors);
             return ExitCode::from(EXIT_INVALID);
@@ -194,12 +194,12 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
             return ExitCode::from(EXIT_INVALID);
         }
     }
-    if !args.adapter && selected < FEW_SCENARIOS {
-        println!(
-            "note: {selected} scenario(s) selected: each round is a few whole processes, so the ratios of so short a \
-             pass are mostly process start-up; compare the corpus (no --only) for figures"
-        );
-    }
+    // The start-up probe's scenario (`compare::start_up_note`): one of the
+    // selection, none when it is the selection.
+    let probe_args = match selected.as_slice() {
+        [_] | [] => None,
+        [first, ..] => Some([run_args.clone(), vec!["--exact".to_owned(), first.name.clone()]].concat()),
+    };
     run_args.extend(only);
     let project = if args.adapter {
         match adapter_project(inputs) {
@@ -216,6 +216,7 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
         exe,
         rounds: usize::from(args.rounds.unwrap_or(DEFAULT_ROUNDS)),
         run_args,
+        probe_args,
         scripts: scripts.clone(),
         project,
     };
@@ -252,10 +253,6 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
     }
     if ok { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
 }
-
-/// Fewer scenarios than this and `bench --compare` says its ratios are
-/// mostly process start-up.
-const FEW_SCENARIOS: usize = 20;
 
 /// `text` as a shell would take it back: as it is when it is a plain word
 /// (`grace/floor,leases/`), else in single quotes (`' '`, `''`).

@@ -63,6 +63,9 @@ pub fn compare_adapter(settings: &Settings, sql: &str) -> bool {
     let load_before = load_average();
     let mut per_scenario: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let (mut sql_totals, mut adapter_totals) = (Vec::new(), Vec::new());
+    // Per round, the adapter's slowest case and its share of the adapter's
+    // case time ([`slowest_case_note`]).
+    let mut slowest: Vec<(f64, String)> = Vec::new();
     for round in 1..=settings.rounds {
         if let Some(signal) = crate::interrupt::interrupted() {
             println!("{adapter}: interrupted by {signal} before round {round}: no figure");
@@ -109,6 +112,7 @@ pub fn compare_adapter(settings: &Settings, sql: &str) -> bool {
             }
         };
         let (mut sql_total, mut adapter_total) = (0.0, 0.0);
+        let mut round_slowest = (0.0, String::new());
         for ((target, scenario), t) in &times {
             if target != sql {
                 continue;
@@ -118,10 +122,16 @@ pub fn compare_adapter(settings: &Settings, sql: &str) -> bool {
                 per_scenario.entry(scenario.clone()).or_default().push(a / t);
                 sql_total += t;
                 adapter_total += a;
+                if *a > round_slowest.0 {
+                    round_slowest = (*a, scenario.clone());
+                }
             }
         }
         sql_totals.push(sql_total / 1e6);
         adapter_totals.push(adapter_total / 1e6);
+        if adapter_total > 0.0 {
+            slowest.push((round_slowest.0 / adapter_total, round_slowest.1));
+        }
     }
     let mut ratios: Vec<(f64, String)> =
         per_scenario.iter().filter_map(|(name, r)| median(r).map(|m| (m, name.clone()))).collect();
@@ -151,7 +161,34 @@ pub fn compare_adapter(settings: &Settings, sql: &str) -> bool {
         load_average(),
         cpus()
     );
+    if let Some(note) = slowest_case_note(&slowest) {
+        println!("{adapter}: {note}");
+    }
     true
+}
+
+/// The note said when the adapter's slowest case is more than
+/// [`super::START_UP_SHARE`] of its case time (the median share over the
+/// rounds, `(share, scenario)` per round): the corpus case time ratio is
+/// then mostly that one case. The adapter's process starts inside a case
+/// (the first it plays, and again after a failure or a change of time
+/// zone), so with few scenarios that case is mostly the adapter's
+/// start-up. The case times leave reapcheck's own process start-up out:
+/// a count of scenarios says nothing about this; the case times do.
+pub fn slowest_case_note(slowest: &[(f64, String)]) -> Option<String> {
+    let shares: Vec<f64> = slowest.iter().map(|s| s.0).collect();
+    let share = median(&shares)?;
+    if share <= super::START_UP_SHARE {
+        return None;
+    }
+    // The scenario of the round nearest the median share.
+    let (_, scenario) = slowest.iter().min_by(|a, b| (a.0 - share).abs().total_cmp(&(b.0 - share).abs()))?;
+    Some(format!(
+        "note: its slowest case ({scenario}) is {:.0}% of its case time (median over rounds): the corpus case time \
+         ratio of so few scenarios is mostly that case, and the adapter's process start-up is inside its first \
+         case; compare more scenarios (no --only) for figures",
+        share * 100.0
+    ))
 }
 
 /// A scratch project whose `reapcheck.toml` declares `reference-<sql>` as
@@ -215,6 +252,15 @@ mod tests {
         // Without the user's settings: only the adapter.
         let bare: toml::Table = toml::from_str(&project_toml("/bin/rc", None, "sqlite")).unwrap();
         assert_eq!(bare.keys().collect::<Vec<_>>(), ["adapters"]);
+    }
+
+    #[test]
+    fn the_slowest_case_note_is_decided_by_its_share_of_the_case_time() {
+        let rounds = |shares: &[f64]| shares.iter().map(|s| (*s, format!("s{s}"))).collect::<Vec<_>>();
+        assert_eq!(slowest_case_note(&rounds(&[0.1, 0.2, 0.6])), None, "the median share, 20%");
+        let note = slowest_case_note(&rounds(&[0.7, 0.9, 0.2])).unwrap();
+        assert!(note.starts_with("note: its slowest case (s0.7) is 70% of its case time (median over rounds): "));
+        assert_eq!(slowest_case_note(&[]), None);
     }
 
     #[test]
