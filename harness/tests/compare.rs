@@ -511,6 +511,70 @@ fn a_mariadb_url_requiring_tls_is_the_clients_too() {
     assert!(stderr(&o).contains("ssl-mode=ALWAYS is none of") && stderr(&o).contains("nothing ran"), "{text}");
 }
 
+/// `bench --compare | head -1`: a closed stdout stops the command as a
+/// signal does (the client in flight ended, its own folder removed) and it
+/// ends by SIGPIPE, as a closed stdout ends any reapcheck command; SIGPIPE
+/// ended it at its next line, leaving the folder and the client.
+#[cfg(unix)]
+#[test]
+fn a_closed_stdout_ends_compare_cleanly() {
+    use std::os::unix::process::ExitStatusExt as _;
+    let dir = Scratch::new("compare", "closed-stdout");
+    let pid_file = dir.path("client.pid");
+    // A sqlite3 that passes the check and never ends a replay.
+    let bin = fake_client(&dir, "sqlite3", &format!("echo $$ > {}\nexec sleep 600", pid_file.display()));
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let tmp = dir.path("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let args = ["bench", "--compare", "--rounds", "1", "--db", "sqlite", "--only", "grace/never-beat"];
+    let mut child = common::clean_command(&dir.0, &args)
+        .env("PATH", path)
+        .env("TMPDIR", &tmp)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("reapcheck starts");
+    let stdout_pipe = child.stdout.take().unwrap();
+    let guard = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    let client: libc::pid_t = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file).ok().and_then(|t| t.trim().parse().ok()) {
+            break pid;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "reapcheck ended before the replay");
+        assert!(std::time::Instant::now() < guard, "the replay never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // `head -1` has read its line and gone.
+    drop(stdout_pipe);
+    // The replay never ends by itself: ending within the guard is stopping.
+    let guard = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() >= guard {
+            let _ = child.kill();
+            // SAFETY: kill(2) on the fake client, the test's own leftover.
+            unsafe { libc::kill(client, libc::SIGKILL) };
+            panic!("bench --compare went on with its stdout closed");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGPIPE), "{status:?}: {err}");
+    assert!(!err.contains("panicked") && !err.contains("error"), "quiet: {err}");
+    // SAFETY: kill(2) with signal 0 only asks whether the process exists.
+    let alive = unsafe { libc::kill(client, 0) } == 0;
+    if alive {
+        // SAFETY: as above; the test's own leftover.
+        unsafe { libc::kill(client, libc::SIGKILL) };
+    }
+    assert!(!alive, "the client (pid {client}) was left running: {err}");
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().path()).collect();
+    assert!(left.is_empty(), "left behind: {left:?}\n{err}");
+}
+
 /// Every target's client is checked before the first capture: an
 /// unreachable server is refused with exit 2 before SQLite's rounds, not
 /// found by its own capture after them.

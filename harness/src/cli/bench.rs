@@ -66,7 +66,14 @@ pub fn bench(args: BenchArgs) -> ExitCode {
         return ExitCode::from(EXIT_INVALID);
     }
     if args.compare.compare {
-        return super::bench_compare::compare(&args.compare, &args.db, &args.inputs);
+        let code = super::bench_compare::compare(&args.compare, &args.db, &args.inputs);
+        // Stopped by a closed stdout, its child ended and its folder
+        // removed (dropped): it ends as a closed stdout ends any other
+        // command, by SIGPIPE.
+        if reapcheck::compare::stdout_was_closed() && interrupt::interrupted().is_none() {
+            return reapcheck::compare::end_as_a_broken_pipe();
+        }
+        return code;
     }
     args.statement_timeout.apply();
     let targets = match parse_targets(&args.db) {

@@ -8,6 +8,14 @@ use reapcheck::interrupt;
 
 use super::{EXIT_FAILED, EXIT_INVALID, Inputs};
 
+/// `println!` through [`compare::say`]: a closed stdout stops the command
+/// instead of ending the process.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        compare::say(format_args!($($arg)*))
+    };
+}
+
 /// The flags of `bench --compare`.
 #[derive(clap::Args, Debug)]
 pub struct CompareArgs {
@@ -34,7 +42,8 @@ pub struct CompareArgs {
     /// `--compare`: where the captures (`<db>.jsonl`) and scripts
     /// (`<db>.sql`) are written, and kept [default: a folder in the
     /// temporary directory, removed when every target was compared or a
-    /// signal stopped it, kept and named when one failed].
+    /// signal or a closed stdout stopped it, kept and named when one
+    /// failed].
     #[arg(long, value_name = "DIR", requires = "compare")]
     pub scripts: Option<std::path::PathBuf>,
 }
@@ -173,9 +182,14 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
     }
     let scripts = scripts.canonicalize().unwrap_or(scripts);
     // Removes a folder of its own when the command ends, whichever way
-    // (an early return, a panic), unless a failure keeps it. SIGPIPE on a
-    // closed stdout ends the process before it runs.
+    // (an early return, a panic, a closed stdout), unless a failure keeps
+    // it.
     let mut folder = ScriptsFolder { path: scripts.clone(), own: args.scripts.is_none(), keep: false };
+    // From here a closed stdout (`| head -1`) stops the command as a
+    // signal does, its child ended and this folder removed, and ends it by
+    // SIGPIPE after (`bench`), instead of SIGPIPE ending it at its next
+    // line with its child running and this folder left.
+    compare::ignore_sigpipe();
     // Refused before anything is captured: a client that does not start or
     // cannot reach its server, for every target, not after the first
     // target's rounds.
@@ -185,12 +199,12 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
             .iter()
             .filter_map(|t| compare::preflight(t, &scripts).err().map(|e| format!("error: --compare --db {t}: {e}")))
             .collect();
-        if let Some(signal) = interrupt::interrupted() {
-            println!("bench --compare: interrupted by {signal} while checking the clients: nothing ran");
-            return ExitCode::from(interrupt::exit_code());
+        if let Some(why) = compare::stopped() {
+            say!("bench --compare: interrupted by {why} while checking the clients: nothing ran");
+            return stopped_exit();
         }
         if !refused.is_empty() {
-            refused.iter().for_each(|e| eprintln!("{e}; nothing ran"));
+            refused.iter().for_each(|e| compare::say_err(format_args!("{e}; nothing ran")));
             return ExitCode::from(EXIT_INVALID);
         }
     }
@@ -205,7 +219,7 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
         match adapter_project(inputs) {
             Ok(p) => Some(p),
             Err(errors) => {
-                errors.iter().for_each(|e| eprintln!("error: {e}"));
+                errors.iter().for_each(|e| compare::say_err(format_args!("error: {e}")));
                 return ExitCode::from(EXIT_INVALID);
             }
         }
@@ -222,8 +236,8 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
     };
     let mut ok = true;
     for target in targets {
-        if let Some(signal) = interrupt::interrupted() {
-            println!("bench --compare: interrupted by {signal}: no target started after it");
+        if let Some(why) = compare::stopped() {
+            say!("bench --compare: interrupted by {why}: no target started after it");
             break;
         }
         ok &= if args.adapter {
@@ -232,27 +246,43 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
             compare::compare_target(&settings, target)
         };
     }
-    let interrupted = interrupt::interrupted().is_some();
+    let stopped = compare::stopped().is_some();
     // A folder of its own, in the temporary directory: removed when there
-    // is nothing to look at (every target compared, or interrupted), kept
-    // and named when a target failed, whose lines name its files.
+    // is nothing to look at (every target compared, or stopped by a signal
+    // or a closed stdout), kept and named when a target failed, whose
+    // lines name its files.
     if folder.own {
         folder.own = false;
-        if ok || interrupted {
+        if ok || stopped {
             match std::fs::remove_dir_all(&scripts) {
-                Ok(()) => println!("removed {} (give --scripts DIR to keep what it wrote)", scripts.display()),
-                Err(e) => eprintln!("warning: cannot remove {}: {e}", scripts.display()),
+                Ok(()) => say!("removed {} (give --scripts DIR to keep what it wrote)", scripts.display()),
+                Err(e) => compare::say_err(format_args!("warning: cannot remove {}: {e}", scripts.display())),
             }
         } else {
             folder.keep = true;
-            println!("kept {} for the failure above (remove it when done)", scripts.display());
+            say!("kept {} for the failure above (remove it when done)", scripts.display());
         }
     }
-    if interrupted {
-        return ExitCode::from(interrupt::exit_code());
+    if stopped {
+        return stopped_exit();
     }
     if ok { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
 }
+
+/// The exit of a command that was stopped: 130 for a signal
+/// ([`interrupt::exit_code`]); for a closed stdout, [`EXIT_STDOUT_CLOSED`],
+/// which `bench` turns into SIGPIPE once everything is dropped
+/// ([`compare::end_as_a_broken_pipe`]).
+fn stopped_exit() -> ExitCode {
+    if interrupt::interrupted().is_some() {
+        return ExitCode::from(interrupt::exit_code());
+    }
+    ExitCode::from(EXIT_STDOUT_CLOSED)
+}
+
+/// The exit status of `bench --compare` stopped by a closed stdout, where
+/// it cannot end by SIGPIPE: 128 + SIGPIPE, as a shell reports that.
+pub const EXIT_STDOUT_CLOSED: u8 = 141;
 
 /// `text` as a shell would take it back: as it is when it is a plain word
 /// (`grace/floor,leases/`), else in single quotes (`' '`, `''`).

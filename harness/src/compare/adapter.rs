@@ -53,10 +53,10 @@ pub fn compare_adapter(settings: &Settings, sql: &str) -> bool {
     let adapter = format!("adapter:reference-{sql}");
     let project = settings.scripts.join(format!("adapter-{sql}"));
     if let Err(e) = write_project(&project, settings, sql) {
-        println!("{adapter}: not compared: {e}");
+        say!("{adapter}: not compared: {e}");
         return false;
     }
-    println!(
+    say!(
         "{adapter}: {} of run --db {sql},{adapter} --jobs 1 (case times in microseconds from its outcomes.json)",
         super::rounds(settings.rounds)
     );
@@ -67,8 +67,8 @@ pub fn compare_adapter(settings: &Settings, sql: &str) -> bool {
     // case time ([`slowest_case_note`]).
     let mut slowest: Vec<(f64, String)> = Vec::new();
     for round in 1..=settings.rounds {
-        if let Some(signal) = crate::interrupt::interrupted() {
-            println!("{adapter}: interrupted by {signal} before round {round}: no figure");
+        if let Some(signal) = super::stopped() {
+            say!("{adapter}: interrupted by {signal} before round {round}: no figure");
             return false;
         }
         let report = project.join("report");
@@ -97,9 +97,9 @@ pub fn compare_adapter(settings: &Settings, sql: &str) -> bool {
             .env_remove(crate::config::SCENARIOS_VARIABLE)
             .env_remove(crate::config::DIALECTS_VARIABLE);
         if let Err(e) = timed(cmd, &format!("{adapter}: run (round {round})")) {
-            match crate::interrupt::interrupted() {
-                Some(signal) => println!("{adapter}: interrupted by {signal} in round {round}: no figure"),
-                None => println!("{adapter}: FAILED: {e}"),
+            match super::stopped() {
+                Some(signal) => say!("{adapter}: interrupted by {signal} in round {round}: no figure"),
+                None => say!("{adapter}: FAILED: {e}"),
             }
             return false;
         }
@@ -107,7 +107,7 @@ pub fn compare_adapter(settings: &Settings, sql: &str) -> bool {
         let times = match outcomes::read(&file) {
             Ok(o) => case_times(&o),
             Err(e) => {
-                println!("{adapter}: FAILED: {e}");
+                say!("{adapter}: FAILED: {e}");
                 return false;
             }
         };
@@ -136,7 +136,7 @@ pub fn compare_adapter(settings: &Settings, sql: &str) -> bool {
     let mut ratios: Vec<(f64, String)> =
         per_scenario.iter().filter_map(|(name, r)| median(r).map(|m| (m, name.clone()))).collect();
     if ratios.is_empty() {
-        println!("{adapter}: FAILED: no scenario ran on both {sql} and {adapter}");
+        say!("{adapter}: FAILED: no scenario ran on both {sql} and {adapter}");
         return false;
     }
     ratios.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
@@ -145,14 +145,14 @@ pub fn compare_adapter(settings: &Settings, sql: &str) -> bool {
     let (max, worst) = ratios.last().expect("not empty");
     let over = values.iter().filter(|r| **r > 2.0).count();
     let corpus: Vec<f64> = adapter_totals.iter().zip(&sql_totals).map(|(a, s)| a / s.max(1e-9)).collect();
-    println!(
+    say!(
         "{adapter} / {sql}, per scenario: median {:.2}x   p90 {p90:.2}x   max {max:.2}x ({worst})   over 2x: {over} of {}   \
          (medians of {})",
         median(&values).unwrap_or(0.0),
         values.len(),
         super::rounds(settings.rounds)
     );
-    println!(
+    say!(
         "{adapter} / {sql}, corpus case time: {:.2}x   medians {adapter} {}   {sql} {}   (load average {load_before} \
          before, {} after; {} CPUs)",
         median(&corpus).unwrap_or(0.0),
@@ -162,7 +162,7 @@ pub fn compare_adapter(settings: &Settings, sql: &str) -> bool {
         cpus()
     );
     if let Some(note) = slowest_case_note(&slowest) {
-        println!("{adapter}: {note}");
+        say!("{adapter}: {note}");
     }
     true
 }

@@ -13,11 +13,21 @@
 //! adapter's cases against SQL mode's on the database it drives, per
 //! scenario ([`adapter`]).
 
+/// `println!` for `bench --compare`, through [`say`]: a closed stdout
+/// stops the command instead of ending the process.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        $crate::compare::say(format_args!($($arg)*))
+    };
+}
+
 pub mod adapter;
 pub mod capture;
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use capture::Event;
@@ -82,6 +92,94 @@ impl Client {
             Client::Mariadb => "mariadb",
         }
     }
+}
+
+/// Whether stdout was found closed ([`stdout_closed`]).
+static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
+
+/// Makes a closed stdout something `bench --compare` sees instead of what
+/// ends it: SIGPIPE ignored in this process (main restores its default
+/// action for every command, which ended `bench --compare | head -1` at
+/// its next line with its child running and its folder left), so a write
+/// to a closed pipe fails with EPIPE ([`say`]). Its children get SIGPIPE's
+/// default action back (the standard library resets it before `exec`).
+pub fn ignore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: SIG_IGN is a valid action for SIGPIPE.
+    let _ = unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+}
+
+/// Ends the process as a closed stdout ends every other reapcheck command:
+/// by SIGPIPE, default action restored (a shell says nothing, and `$?` is
+/// 141); 141 where that cannot be done. Called when the command is done,
+/// its child ended and its folder removed.
+pub fn end_as_a_broken_pipe() -> std::process::ExitCode {
+    #[cfg(unix)]
+    // SAFETY: SIG_DFL is a valid action for SIGPIPE; raise(3) delivers it to
+    // this thread, which ends the process.
+    let _ = unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        libc::raise(libc::SIGPIPE)
+    };
+    std::process::ExitCode::from(141)
+}
+
+/// Prints `line` and a newline on stdout, as `println!` does, but a closed
+/// stdout (EPIPE, with [`ignore_sigpipe`]) neither panics nor ends the
+/// process: it is remembered ([`stdout_closed`]) and nothing more is
+/// printed.
+pub fn say(line: std::fmt::Arguments<'_>) {
+    if STDOUT_CLOSED.load(Ordering::SeqCst) {
+        return;
+    }
+    let mut out = std::io::stdout().lock();
+    let written = out.write_fmt(line).and_then(|()| out.write_all(b"\n")).and_then(|()| out.flush());
+    if let Err(e) = written
+        && e.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        STDOUT_CLOSED.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Prints `line` and a newline on stderr, as `eprintln!` does, but never
+/// panics: a closed stderr loses the line.
+pub fn say_err(line: std::fmt::Arguments<'_>) {
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_fmt(line).and_then(|()| err.write_all(b"\n"));
+}
+
+/// Whether [`say`] or [`stdout_closed`] found stdout closed (without
+/// looking again).
+pub fn stdout_was_closed() -> bool {
+    STDOUT_CLOSED.load(Ordering::SeqCst)
+}
+
+/// Whether nothing reads stdout any more: a write failed with EPIPE, or
+/// (Unix) stdout is a pipe whose reading end is closed (`poll` says
+/// POLLERR), found before anything is written, so that `| head -1` stops
+/// the command while a child runs, not at its next line minutes later.
+pub fn stdout_closed() -> bool {
+    if STDOUT_CLOSED.load(Ordering::SeqCst) {
+        return true;
+    }
+    #[cfg(unix)]
+    {
+        let mut fd = libc::pollfd { fd: libc::STDOUT_FILENO, events: 0, revents: 0 };
+        // SAFETY: poll(2) on one pollfd, without waiting.
+        let ready = unsafe { libc::poll(&mut fd, 1, 0) };
+        if ready > 0 && fd.revents & libc::POLLERR != 0 {
+            STDOUT_CLOSED.store(true, Ordering::SeqCst);
+            return true;
+        }
+    }
+    false
+}
+
+/// Why `bench --compare` is to stop, if it is: a signal
+/// ([`crate::interrupt`]) or a closed stdout. The child in flight is ended
+/// either way ([`timed`]).
+pub fn stopped() -> Option<&'static str> {
+    crate::interrupt::interrupted().or_else(|| stdout_closed().then_some("a closed stdout"))
 }
 
 /// The statements of a capture file, in order.
@@ -390,7 +488,7 @@ pub fn client_errors(stderr: &str) -> usize {
 /// statements that failed in reapcheck's run too) succeeded whatever its
 /// exit status.
 pub fn timed_allowing(cmd: Command, what: &str, errors: Option<usize>) -> Result<Duration, String> {
-    if let Some(signal) = crate::interrupt::interrupted() {
+    if let Some(signal) = stopped() {
         return Err(format!("{what}: not started: interrupted by {signal}"));
     }
     let (out, took) = run_to_end(cmd).map_err(|e| format!("{what}: {e}"))?;
@@ -416,14 +514,14 @@ pub fn timed_allowing(cmd: Command, what: &str, errors: Option<usize>) -> Result
 }
 
 /// Runs `cmd` to its end, its output captured: the output and the wall
-/// time until it exited. Ctrl-C or SIGTERM (`crate::interrupt`) ends the
-/// child too (SIGTERM, then SIGKILL a second later): a signal sent to
-/// reapcheck alone reached only reapcheck, and a client replaying a
-/// script went on without a parent.
+/// time until it exited. Ctrl-C, SIGTERM or SIGHUP (`crate::interrupt`)
+/// or a closed stdout ([`stopped`]) ends the child too (SIGTERM, then
+/// SIGKILL a second later): a signal sent to reapcheck alone reached only
+/// reapcheck, and a client replaying a script went on without a parent.
 ///
 /// # Errors
 ///
-/// The child cannot start; it was ended by a signal to reapcheck.
+/// The child cannot start; it was ended because reapcheck was stopped.
 #[cfg(unix)]
 fn run_to_end(mut cmd: Command) -> Result<(std::process::Output, Duration), String> {
     use std::sync::Arc;
@@ -449,7 +547,7 @@ fn run_to_end(mut cmd: Command) -> Result<(std::process::Output, Duration), Stri
         std::thread::spawn(move || {
             let mut since: Option<Instant> = None;
             while !exited.load(Ordering::SeqCst) {
-                if crate::interrupt::interrupted().is_some() {
+                if stopped().is_some() {
                     let signal = match since {
                         None => libc::SIGTERM,
                         Some(t) if t.elapsed() >= Duration::from_secs(1) => libc::SIGKILL,
@@ -490,7 +588,7 @@ fn run_to_end(mut cmd: Command) -> Result<(std::process::Output, Duration), Stri
         stderr: stderr.join().unwrap_or_default(),
     };
     if ended_by_signal.load(Ordering::SeqCst) {
-        let signal = crate::interrupt::interrupted().unwrap_or("a signal");
+        let signal = stopped().unwrap_or("a signal");
         return Err(format!("ended: interrupted by {signal}"));
     }
     Ok((output, took))
@@ -616,8 +714,8 @@ pub fn preflight(target: &str, scripts: &Path) -> Result<Duration, String> {
     let cmd = client_command(client, target, &probe, true);
     let ran = cmd.map(|mut cmd| {
         cmd.stdout(Stdio::piped());
-        match crate::interrupt::interrupted() {
-            Some(signal) => Err(format!("not started: interrupted by {signal}")),
+        match stopped() {
+            Some(why) => Err(format!("not started: interrupted by {why}")),
             None => run_to_end(cmd),
         }
     });
@@ -678,7 +776,7 @@ fn preflight_failed(client: Client, target: &str, detail: &str) -> String {
 /// checked by [`preflight`].
 pub fn compare_target(settings: &Settings, target: &str) -> bool {
     let Some(client) = Client::for_target(target) else {
-        println!("{target}: not compared: bench --compare replays through sqlite3, psql and mariadb only");
+        say!("{target}: not compared: bench --compare replays through sqlite3, psql and mariadb only");
         return false;
     };
     let capture_file = settings.scripts.join(format!("{target}.jsonl"));
@@ -687,16 +785,16 @@ pub fn compare_target(settings: &Settings, target: &str) -> bool {
     let mut cmd = run_command(settings, target, &["--jobs", "1"]);
     cmd.env(capture::CAPTURE_ENV, &capture_file);
     if let Err(e) = timed(cmd, &format!("{target}: the capturing run")) {
-        match crate::interrupt::interrupted() {
-            Some(signal) => println!("{target}: interrupted by {signal} while capturing: no figure"),
-            None => println!("{target}: not compared: {e}"),
+        match stopped() {
+            Some(signal) => say!("{target}: interrupted by {signal} while capturing: no figure"),
+            None => say!("{target}: not compared: {e}"),
         }
         return false;
     }
     let events = match read_capture(&capture_file) {
         Ok(e) => e,
         Err(e) => {
-            println!("{target}: not compared: {e}");
+            say!("{target}: not compared: {e}");
             return false;
         }
     };
@@ -704,17 +802,17 @@ pub fn compare_target(settings: &Settings, target: &str) -> bool {
     let text = match script(client, &events, &crate::namespace::prefix(crate::namespace::this_process())) {
         Ok(text) => text,
         Err(e) => {
-            println!("{target}: not compared: {e}");
+            say!("{target}: not compared: {e}");
             return false;
         }
     };
     if let Err(e) = std::fs::write(&script_file, text) {
-        println!("{target}: not compared: {}: {e}", script_file.display());
+        say!("{target}: not compared: {}: {e}", script_file.display());
         return false;
     }
     let strict = failed == 0;
     let probe_name = if settings.probe_args.is_some() { "a run of one scenario" } else { "the pass is one scenario" };
-    println!(
+    say!(
         "{target}: {statements} statements ({failed} failed in reapcheck's run{}) in {}; {} of {}, run --jobs 1, run",
         if strict { "" } else { ", replayed too: the client goes on past errors" },
         script_file.display(),
@@ -727,9 +825,9 @@ pub fn compare_target(settings: &Settings, target: &str) -> bool {
     let client_start = match preflight(target, &settings.scripts) {
         Ok(took) => took,
         Err(e) => {
-            match crate::interrupt::interrupted() {
-                Some(why) => println!("{target}: interrupted by {why} before the rounds: no figure"),
-                None => println!("{target}: not compared: {e}"),
+            match stopped() {
+                Some(why) => say!("{target}: interrupted by {why} before the rounds: no figure"),
+                None => say!("{target}: not compared: {e}"),
             }
             return false;
         }
@@ -741,9 +839,9 @@ pub fn compare_target(settings: &Settings, target: &str) -> bool {
             match timed(probe, &format!("{target}: run of one scenario")) {
                 Ok(took) => Some(took),
                 Err(e) => {
-                    match crate::interrupt::interrupted() {
-                        Some(why) => println!("{target}: interrupted by {why} before the rounds: no figure"),
-                        None => println!("{target}: FAILED: {e}"),
+                    match stopped() {
+                        Some(why) => say!("{target}: interrupted by {why} before the rounds: no figure"),
+                        None => say!("{target}: FAILED: {e}"),
                     }
                     return false;
                 }
@@ -753,14 +851,14 @@ pub fn compare_target(settings: &Settings, target: &str) -> bool {
     let load_before = load_average();
     let (mut times, mut ratios) = ([Vec::new(), Vec::new(), Vec::new()], [Vec::new(), Vec::new()]);
     for round in 1..=settings.rounds {
-        if let Some(signal) = crate::interrupt::interrupted() {
-            println!("{target}: interrupted by {signal} before round {round}: no figure");
+        if let Some(signal) = stopped() {
+            say!("{target}: interrupted by {signal} before round {round}: no figure");
             return false;
         }
         let client_cmd = match client_command(client, target, &script_file, strict) {
             Ok(c) => c,
             Err(e) => {
-                println!("{target}: not compared: {e}");
+                say!("{target}: not compared: {e}");
                 return false;
             }
         };
@@ -779,9 +877,9 @@ pub fn compare_target(settings: &Settings, target: &str) -> bool {
                 Ok(d) => round_times[i] = d,
                 Err(e) => {
                     // A terminal's Ctrl-C reaches the children too.
-                    match crate::interrupt::interrupted() {
-                        Some(signal) => println!("{target}: interrupted by {signal} in round {round}: no figure"),
-                        None => println!("{target}: FAILED: {e}"),
+                    match stopped() {
+                        Some(signal) => say!("{target}: interrupted by {signal} in round {round}: no figure"),
+                        None => say!("{target}: FAILED: {e}"),
                     }
                     return false;
                 }
@@ -797,13 +895,13 @@ pub fn compare_target(settings: &Settings, target: &str) -> bool {
     let ratio = |v: &[f64]| median(v).map_or_else(|| "-".to_owned(), |r| format!("{r:.2}x"));
     let time = |v: &[Duration]| median(v).map_or_else(|| "-".to_owned(), secs);
     let name = client.name();
-    println!(
+    say!(
         "{target}: run --jobs 1 / {name}: {}   run / {name}: {}   (medians of {} per-round ratios)",
         ratio(&ratios[0]),
         ratio(&ratios[1]),
         settings.rounds
     );
-    println!(
+    say!(
         "{target}: medians {name} {}   run --jobs 1 {}   run {}   (load average {load_before} before, {} after; {} CPUs)",
         time(&times[0]),
         time(&times[1]),
@@ -815,7 +913,7 @@ pub fn compare_target(settings: &Settings, target: &str) -> bool {
     if let (Some(client_median), Some(run_median)) = (client_median, run_median) {
         let start = Start { run: run_start.unwrap_or(run_median), run_probe: probe_name, client: client_start };
         if let Some(note) = start_up_note(name, &start, run_median, client_median) {
-            println!("{target}: {note}");
+            say!("{target}: {note}");
         }
     }
     true
