@@ -315,20 +315,17 @@ pub fn run(args: RunArgs) -> ExitCode {
         must_run_adapters: &must_run_adapters,
     };
     interrupt::install();
-    // One scenario at a time (`--jobs 1`): one thread drives it, so no
-    // statement's reply is handed from the thread that read it to another
-    // that waits for it (on MariaDB those hand-overs were about 35 us a
-    // statement, a sixth of `run --jobs 1`).
-    // SQLite alone is the same whatever --jobs says ([`cases_at_once`]),
-    // and an adapter target always plays one scenario at a time, after
-    // the database targets (`run_adapters`), so it never needs a second
-    // thread: on the multi-thread runtime each of its replies was read by
-    // one thread and handed to another.
-    let mut runtime = match one_thread(&targets, args.jobs) {
-        true => tokio::runtime::Builder::new_current_thread(),
-        false => tokio::runtime::Builder::new_multi_thread(),
-    };
-    let runtime = runtime.enable_all().build().expect("a runtime starts");
+    // One thread drives the whole run, whatever --jobs says. Every target's
+    // cases are futures of this one task (`at_once::run`, `buffered`), so
+    // a second thread never ran any of them; on the multi-thread runtime
+    // its workers read the sockets and pipes and handed every reply to
+    // this thread (on MariaDB about 35 us a statement). `bench --compare
+    // --db postgres,mariadb --rounds 5`, the default --jobs against
+    // psql/mariadb, multi-thread then one thread: quiet 0.63x/0.57x and
+    // 0.73x/0.66x; beside a busy CPU 1.13x/0.93x and 1.20x/0.96x (where
+    // it had been slower than --jobs 1).
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime starts");
     // Every dialect of the port, not only the selected targets': a CI leg
     // runs one database, and the policy must not drift between legs. Only
     // their profiles are read (the SQL of the five not run was a fortieth
@@ -658,14 +655,6 @@ struct TargetRun {
 /// slower than `--jobs 1` in `perf stat -r 15`).
 fn cases_at_once(target: Target, jobs: u16) -> usize {
     if target == Target::Sqlite { 1 } else { usize::from(jobs) }
-}
-
-/// Whether `run` drives its targets on one thread (a current-thread
-/// runtime): when every database target plays one case at a time
-/// ([`cases_at_once`]). Adapter targets are not asked: they always play
-/// one scenario at a time, after the database targets.
-fn one_thread(targets: &[Target], jobs: u16) -> bool {
-    targets.iter().all(|t| cases_at_once(*t, jobs) == 1)
 }
 
 /// Plays every scenario on `target`, [`cases_at_once`] at once, its lines
@@ -1080,15 +1069,6 @@ mod tests {
                 assert_eq!(cases_at_once(server, jobs), usize::from(jobs), "{server}");
             }
         }
-    }
-
-    #[test]
-    fn one_thread_drives_the_run_when_every_database_target_plays_one_case_at_a_time() {
-        assert!(one_thread(&[Target::Sqlite], 4), "SQLite alone, whatever --jobs says");
-        assert!(one_thread(&[], 4), "adapter targets alone");
-        assert!(one_thread(&[Target::Sqlite, Target::Postgres], 1));
-        assert!(!one_thread(&[Target::Sqlite, Target::Postgres], 4));
-        assert!(!one_thread(&[Target::Mariadb], 2));
     }
 
     #[test]
