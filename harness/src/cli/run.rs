@@ -324,8 +324,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     // psql/mariadb, multi-thread then one thread: quiet 0.63x/0.57x and
     // 0.73x/0.66x; beside a busy CPU 1.13x/0.93x and 1.20x/0.96x (where
     // it had been slower than --jobs 1).
-    let runtime =
-        tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime starts");
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a runtime starts");
     // Every dialect of the port, not only the selected targets': a CI leg
     // runs one database, and the policy must not drift between legs. Only
     // their profiles are read (the SQL of the five not run was a fortieth
