@@ -167,7 +167,7 @@ pub fn bench(args: BenchArgs) -> ExitCode {
                 stats(phases.iter().map(|p| p.run)),
                 stats(phases.iter().map(|p| p.teardown)),
                 scenarios.len(),
-                ms(median(&mut passes)),
+                ms(median(&passes)),
             );
             server.close().await;
         });
@@ -316,7 +316,7 @@ async fn scale_target(target: Target, dialect: &Dialect, settings: &scale::Setti
 fn stats(values: impl Iterator<Item = Duration>) -> String {
     let mut v: Vec<Duration> = values.collect();
     let p95 = percentile(&mut v, 95);
-    format!("{}/{}", ms(median(&mut v)), ms(p95))
+    format!("{}/{}", ms(median(&v)), ms(p95))
 }
 
 /// The one median of `bench` ([`reapcheck::compare::median`]): of an even
@@ -345,11 +345,11 @@ mod tests {
     #[test]
     fn percentiles_pick_from_the_sorted_values() {
         let mut v: Vec<Duration> = [5, 1, 3, 2, 4].into_iter().map(Duration::from_millis).collect();
-        assert_eq!(median(&mut v), Duration::from_millis(3));
+        assert_eq!(median(&v), Duration::from_millis(3));
         assert_eq!(percentile(&mut v, 95), Duration::from_millis(4));
-        assert_eq!(median(&mut []), Duration::ZERO);
-        let mut even: Vec<Duration> = [4, 1, 3, 2].into_iter().map(Duration::from_millis).collect();
-        assert_eq!(median(&mut even), Duration::from_micros(2500), "the mean of the two middle values");
+        assert_eq!(median(&[]), Duration::ZERO);
+        let even: Vec<Duration> = [4, 1, 3, 2].into_iter().map(Duration::from_millis).collect();
+        assert_eq!(median(&even), Duration::from_micros(2500), "the mean of the two middle values");
         assert_eq!(ms(Duration::from_micros(1500)), "1.50ms");
     }
 }
