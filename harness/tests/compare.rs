@@ -265,31 +265,15 @@ fn signal_mid_replay(signal: libc::c_int, name: &str) {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("reapcheck starts");
-    let guard = std::time::Instant::now() + std::time::Duration::from_secs(300);
-    let client: libc::pid_t = loop {
-        if let Some(pid) = std::fs::read_to_string(&pid_file).ok().and_then(|t| t.trim().parse().ok()) {
-            break pid;
-        }
-        assert!(child.try_wait().unwrap().is_none(), "reapcheck ended before the replay");
-        assert!(std::time::Instant::now() < guard, "the replay never started");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let client = replaying_client(&mut child, &pid_file);
     // SAFETY: kill(2) on the child's pid, which has not been waited for.
     assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
     let output = child.wait_with_output().unwrap();
     let text = format!("{}{}", stdout(&output), stderr(&output));
     assert_eq!(output.status.code(), Some(130), "{name}: {text}");
     assert!(text.contains(&format!("interrupted by {name}")), "{text}");
-    // SAFETY: kill(2) with signal 0 only asks whether the process exists.
-    let alive = unsafe { libc::kill(client, 0) } == 0;
-    if alive {
-        // SAFETY: as above; the test's own leftover.
-        unsafe { libc::kill(client, libc::SIGKILL) };
-    }
-    assert!(!alive, "the client (pid {client}) was left running: {text}");
     // Its own folder is removed: nothing in it is worth keeping.
-    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().path()).collect();
-    assert!(left.is_empty(), "left behind: {left:?}\n{text}");
+    assert_nothing_left(client, &tmp, &text);
 }
 
 #[test]
@@ -463,10 +447,7 @@ fn a_client_that_prints_nothing_fails_the_check() {
 /// `REAPCHECK_MARIADB_URL` is set to a server without TLS (`.ci/run`'s).
 #[test]
 fn a_mariadb_url_requiring_tls_is_the_clients_too() {
-    let Some(url) = std::env::var("REAPCHECK_MARIADB_URL").ok().filter(|u| !u.is_empty()) else {
-        eprintln!("skipped: REAPCHECK_MARIADB_URL is not set");
-        return;
-    };
+    let Some(url) = server_url("REAPCHECK_MARIADB_URL") else { return };
     let dir = Scratch::new("compare", "mariadb-tls");
     let parsed = url::Url::parse(&url).unwrap();
     let mut ask = Command::new("mariadb");
@@ -535,15 +516,7 @@ fn a_closed_stdout_ends_compare_cleanly() {
         .spawn()
         .expect("reapcheck starts");
     let stdout_pipe = child.stdout.take().unwrap();
-    let guard = std::time::Instant::now() + std::time::Duration::from_secs(300);
-    let client: libc::pid_t = loop {
-        if let Some(pid) = std::fs::read_to_string(&pid_file).ok().and_then(|t| t.trim().parse().ok()) {
-            break pid;
-        }
-        assert!(child.try_wait().unwrap().is_none(), "reapcheck ended before the replay");
-        assert!(std::time::Instant::now() < guard, "the replay never started");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let client = replaying_client(&mut child, &pid_file);
     // `head -1` has read its line and gone.
     drop(stdout_pipe);
     // The replay never ends by itself: ending within the guard is stopping.
@@ -564,15 +537,7 @@ fn a_closed_stdout_ends_compare_cleanly() {
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
     assert_eq!(status.signal(), Some(libc::SIGPIPE), "{status:?}: {err}");
     assert!(!err.contains("panicked") && !err.contains("error"), "quiet: {err}");
-    // SAFETY: kill(2) with signal 0 only asks whether the process exists.
-    let alive = unsafe { libc::kill(client, 0) } == 0;
-    if alive {
-        // SAFETY: as above; the test's own leftover.
-        unsafe { libc::kill(client, libc::SIGKILL) };
-    }
-    assert!(!alive, "the client (pid {client}) was left running: {err}");
-    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().map(|e| e.unwrap().path()).collect();
-    assert!(left.is_empty(), "left behind: {left:?}\n{err}");
+    assert_nothing_left(client, &tmp, &err);
 }
 
 /// Every target's client is checked before the first capture: an
@@ -605,10 +570,7 @@ fn an_unreachable_server_is_refused_before_any_target_is_compared() {
 /// sets it).
 #[test]
 fn the_capturing_runs_sweep_is_not_recorded() {
-    let Some(url) = std::env::var("REAPCHECK_POSTGRES_URL").ok().filter(|u| !u.is_empty()) else {
-        eprintln!("skipped: REAPCHECK_POSTGRES_URL is not set");
-        return;
-    };
+    let Some(url) = server_url("REAPCHECK_POSTGRES_URL") else { return };
     let dir = Scratch::new("compare", "sweep");
     // A namespace of this host whose process is gone.
     let mut gone = Command::new("true").spawn().unwrap();
@@ -626,19 +588,23 @@ fn the_capturing_runs_sweep_is_not_recorded() {
         String::from_utf8_lossy(&o.stdout).into_owned()
     };
     psql(&format!("CREATE SCHEMA {leftover}"));
-    let capture = dir.path("capture.jsonl");
-    let o = common::clean_command(
-        &dir.0,
-        &["run", "--db", "postgres", "--coverage-min", "0", "--exact", "grace/never-beat"],
-    )
-    .env("REAPCHECK_POSTGRES_URL", &url)
-    .env(reapcheck::compare::capture::CAPTURE_ENV, &capture)
-    .output()
-    .unwrap();
-    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    // One captured run of one scenario into `file`.
+    let captured = |file: &str| {
+        let capture = dir.path(file);
+        let o = common::clean_command(
+            &dir.0,
+            &["run", "--db", "postgres", "--coverage-min", "0", "--exact", "grace/never-beat"],
+        )
+        .env("REAPCHECK_POSTGRES_URL", &url)
+        .env(reapcheck::compare::capture::CAPTURE_ENV, &capture)
+        .output()
+        .unwrap();
+        assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+        reapcheck::compare::read_capture(&capture).unwrap()
+    };
+    let events = captured("capture.jsonl");
     let left = psql(&format!("SELECT count(*) FROM pg_namespace WHERE nspname = '{leftover}'"));
     assert_eq!(left.trim(), "0", "the sweep still drops it");
-    let events = reapcheck::compare::read_capture(&capture).unwrap();
     let Some(reapcheck::compare::capture::Event::Began { namespace_prefix }) = events.first() else {
         panic!("the capture opens with the run's prefix: {:?}", events.first());
     };
@@ -659,17 +625,7 @@ fn the_capturing_runs_sweep_is_not_recorded() {
     // sessions (4843 against 4842 statements where a leftover was swept),
     // no listing, and no session without a statement.
     use reapcheck::compare::capture::Event;
-    let again = dir.path("again.jsonl");
-    let o = common::clean_command(
-        &dir.0,
-        &["run", "--db", "postgres", "--coverage-min", "0", "--exact", "grace/never-beat"],
-    )
-    .env("REAPCHECK_POSTGRES_URL", &url)
-    .env(reapcheck::compare::capture::CAPTURE_ENV, &again)
-    .output()
-    .unwrap();
-    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
-    let without = reapcheck::compare::read_capture(&again).unwrap();
+    let without = captured("again.jsonl");
     let tally = |events: &[Event]| {
         let sessions = events.iter().filter(|e| matches!(e, Event::Session { .. })).count();
         let closed = events.iter().filter(|e| matches!(e, Event::Closed { .. })).count();
@@ -723,4 +679,45 @@ fn the_adapter_comparison_measures_the_users_scenarios() {
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     let note = "adapter:reference-sqlite: note: its slowest case (never-beat) is 100% of its case time";
     assert!(stdout(&o).contains(note), "{}", stdout(&o));
+}
+
+/// The URL in `variable`, or `None` (saying the test is skipped) when it is
+/// not set: the tests that need a server run where `.ci/run` sets it.
+fn server_url(variable: &str) -> Option<String> {
+    let url = std::env::var(variable).ok().filter(|u| !u.is_empty());
+    if url.is_none() {
+        eprintln!("skipped: {variable} is not set");
+    }
+    url
+}
+
+/// The pid the fake client wrote to `pid_file` once its replay started
+/// (waited for up to 300 s); fails when `child` (reapcheck) ended first.
+#[cfg(unix)]
+fn replaying_client(child: &mut std::process::Child, pid_file: &std::path::Path) -> libc::pid_t {
+    let guard = std::time::Instant::now() + std::time::Duration::from_secs(300);
+    loop {
+        if let Some(pid) = std::fs::read_to_string(pid_file).ok().and_then(|t| t.trim().parse().ok()) {
+            return pid;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "reapcheck ended before the replay");
+        assert!(std::time::Instant::now() < guard, "the replay never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// The fake client `client` is gone (killed here if not, and then the test
+/// fails) and reapcheck's temporary directory `tmp` is empty; `said` is
+/// what reapcheck printed, for the failure message.
+#[cfg(unix)]
+fn assert_nothing_left(client: libc::pid_t, tmp: &std::path::Path, said: &str) {
+    // SAFETY: kill(2) with signal 0 only asks whether the process exists.
+    let alive = unsafe { libc::kill(client, 0) } == 0;
+    if alive {
+        // SAFETY: as above; the test's own leftover.
+        unsafe { libc::kill(client, libc::SIGKILL) };
+    }
+    assert!(!alive, "the client (pid {client}) was left running: {said}");
+    let left: Vec<_> = std::fs::read_dir(tmp).unwrap().map(|e| e.unwrap().path()).collect();
+    assert!(left.is_empty(), "left behind: {left:?}\n{said}");
 }
