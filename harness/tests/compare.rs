@@ -93,7 +93,7 @@ fn compare_prints_its_ratio_lines_in_the_documented_format() {
     // One scenario: reapcheck's start-up is its whole run (measured, not a
     // count of scenarios), so the figures are said to be mostly start-up.
     let note = regex::Regex::new(
-        r"(?m)^sqlite: note: process start-up is 100% of run --jobs 1's median \(the pass is one scenario: \d+\.\d\ds\) and \d+% of sqlite3's \(`SELECT 1`: \d+\.\d\ds\): the ratios of so short a pass are mostly process start-up; ",
+        r"(?m)^sqlite: note: process start-up is 100% of run --jobs 1's median \(the pass is one scenario: \d+\.\d\ds\) and \d+% of sqlite3's \(`SELECT 1`: \d+\.\d\ds\): the ratios of so short a pass are mostly process start-up \(where --only narrowed the corpus, compare more scenarios for figures of the statements\)$",
     )
     .unwrap();
     assert!(note.is_match(&text), "{text}");

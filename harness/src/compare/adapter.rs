@@ -141,7 +141,7 @@ pub fn compare_adapter(settings: &Settings, sql: &str) -> bool {
     }
     ratios.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
     let values: Vec<f64> = ratios.iter().map(|r| r.0).collect();
-    let p90 = values[(values.len() - 1) * 9 / 10];
+    let p90 = p90(&values);
     let (max, worst) = ratios.last().expect("not empty");
     let over = values.iter().filter(|r| **r > 2.0).count();
     let corpus: Vec<f64> = adapter_totals.iter().zip(&sql_totals).map(|(a, s)| a / s.max(1e-9)).collect();
@@ -167,6 +167,15 @@ pub fn compare_adapter(settings: &Settings, sql: &str) -> bool {
     true
 }
 
+/// The 90th percentile of `sorted` (ascending, not empty), by nearest
+/// rank: the value at rank ceil(0.9 n), so never below the median (a
+/// midpoint). The index (n - 1) * 9 / 10 was the minimum of two values,
+/// below their median.
+pub fn p90(sorted: &[f64]) -> f64 {
+    let rank = (sorted.len() * 9).div_ceil(10).max(1);
+    sorted[rank - 1]
+}
+
 /// The note said when the adapter's slowest case is more than
 /// [`super::START_UP_SHARE`] of its case time (the median share over the
 /// rounds, `(share, scenario)` per round): the corpus case time ratio is
@@ -186,7 +195,7 @@ pub fn slowest_case_note(slowest: &[(f64, String)]) -> Option<String> {
     Some(format!(
         "note: its slowest case ({scenario}) is {:.0}% of its case time (median over rounds): the corpus case time \
          ratio of so few scenarios is mostly that case, and the adapter's process start-up is inside its first \
-         case; compare more scenarios (no --only) for figures",
+         case (where --only narrowed the corpus, compare more scenarios for figures)",
         share * 100.0
     ))
 }
@@ -234,6 +243,20 @@ fn toml_string(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn p90_is_by_nearest_rank_and_never_below_the_median() {
+        assert_eq!(p90(&[1.26, 1.43]), 1.43);
+        assert_eq!(p90(&[1.0]), 1.0);
+        let ten: Vec<f64> = (1..=10).map(f64::from).collect();
+        assert_eq!(p90(&ten), 9.0);
+        let many: Vec<f64> = (1..=146).map(f64::from).collect();
+        assert_eq!(p90(&many), 132.0);
+        for n in 1..50 {
+            let v: Vec<f64> = (1..=n).map(f64::from).collect();
+            assert!(p90(&v) >= median(&v).unwrap(), "{n}");
+        }
+    }
 
     #[test]
     fn the_scratch_project_reads_the_users_scenarios_and_dialects() {

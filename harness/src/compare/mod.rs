@@ -960,7 +960,8 @@ pub fn start_up_note(client: &str, start: &Start, run_median: Duration, client_m
     }
     Some(format!(
         "note: process start-up is {:.0}% of run --jobs 1's median ({}: {}) and {:.0}% of {client}'s (`SELECT 1`: {}): \
-         the ratios of so short a pass are mostly process start-up; compare more scenarios (no --only) for figures",
+         the ratios of so short a pass are mostly process start-up (where --only narrowed the corpus, compare more \
+         scenarios for figures of the statements)",
         run * 100.0,
         start.run_probe,
         secs(start.run),
