@@ -492,6 +492,20 @@ fn a_mariadb_url_requiring_tls_is_the_clients_too() {
     assert!(stderr(&o).contains("ssl-mode=ALWAYS is none of") && stderr(&o).contains("nothing ran"), "{text}");
 }
 
+/// A stdout that takes no more (a full disk: `> /dev/full`) loses the
+/// figures: the command fails (exit 1) and says so on stderr, where it
+/// exited 0 having shown nothing (a stranger's point).
+#[cfg(target_os = "linux")]
+#[test]
+fn figures_that_cannot_be_written_fail_the_command() {
+    let dir = Scratch::new("compare", "full");
+    let args = ["bench", "--compare", "--rounds", "1", "--db", "sqlite", "--only", "grace/never-beat"];
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let o = common::clean_command(&dir.0, &args).stdout(full).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("error: the figures could not be written to stdout ("), "{}", stderr(&o));
+}
+
 /// `bench --compare | head -1`: a closed stdout stops the command as a
 /// signal does (the client in flight ended, its own folder removed) and it
 /// ends by SIGPIPE, as a closed stdout ends any reapcheck command; SIGPIPE

@@ -266,6 +266,10 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
     if stopped {
         return stopped_exit();
     }
+    if let Some(e) = compare::stdout_failed() {
+        compare::say_err(format_args!("error: the figures could not be written to stdout ({e}): nothing was shown"));
+        return ExitCode::from(EXIT_FAILED);
+    }
     if ok { ExitCode::SUCCESS } else { ExitCode::from(EXIT_FAILED) }
 }
 

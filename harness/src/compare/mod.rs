@@ -97,6 +97,11 @@ impl Client {
 /// Whether stdout was found closed ([`stdout_closed`]).
 static STDOUT_CLOSED: AtomicBool = AtomicBool::new(false);
 
+/// The first error other than EPIPE of a write to stdout (a full disk:
+/// `> /dev/full`), which [`say`] met: the figures were lost, so the
+/// command fails ([`stdout_failed`]).
+static STDOUT_FAILED: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
 /// Makes a closed stdout something `bench --compare` sees instead of what
 /// ends it: SIGPIPE ignored in this process (main restores its default
 /// action for every command, which ended `bench --compare | head -1` at
@@ -134,11 +139,20 @@ pub fn say(line: std::fmt::Arguments<'_>) {
     }
     let mut out = std::io::stdout().lock();
     let written = out.write_fmt(line).and_then(|()| out.write_all(b"\n")).and_then(|()| out.flush());
-    if let Err(e) = written
-        && e.kind() == std::io::ErrorKind::BrokenPipe
-    {
-        STDOUT_CLOSED.store(true, Ordering::SeqCst);
+    match written {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => STDOUT_CLOSED.store(true, Ordering::SeqCst),
+        Err(e) => {
+            let mut failed = STDOUT_FAILED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            failed.get_or_insert_with(|| e.to_string());
+        }
+        Ok(()) => {}
     }
+}
+
+/// Why a line could not be written to stdout, other than a closed pipe
+/// (the first such error [`say`] met), if one could not.
+pub fn stdout_failed() -> Option<String> {
+    STDOUT_FAILED.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
 }
 
 /// Prints `line` and a newline on stderr, as `eprintln!` does, but never
