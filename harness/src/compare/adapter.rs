@@ -97,10 +97,7 @@ pub fn compare_adapter(settings: &Settings, sql: &str) -> bool {
             .env_remove(crate::config::SCENARIOS_VARIABLE)
             .env_remove(crate::config::DIALECTS_VARIABLE);
         if let Err(e) = timed(cmd, &format!("{adapter}: run (round {round})")) {
-            match super::stopped() {
-                Some(signal) => say!("{adapter}: interrupted by {signal} in round {round}: no figure"),
-                None => say!("{adapter}: FAILED: {e}"),
-            }
+            super::say_stopped_or(&adapter, &format!("in round {round}"), format_args!("FAILED: {e}"));
             return false;
         }
         let file = report.join(outcomes::FILE_NAME);

@@ -196,6 +196,16 @@ pub fn stopped() -> Option<&'static str> {
     crate::interrupt::interrupted().or_else(|| stdout_closed().then_some("a closed stdout"))
 }
 
+/// Says why `name`'s comparison ended early: `name: interrupted by
+/// <why> <when>: no figure` when it was stopped ([`stopped`]), else
+/// `name: <otherwise>`.
+pub fn say_stopped_or(name: &str, when: &str, otherwise: std::fmt::Arguments<'_>) {
+    match stopped() {
+        Some(why) => say!("{name}: interrupted by {why} {when}: no figure"),
+        None => say!("{name}: {otherwise}"),
+    }
+}
+
 /// The statements of a capture file, in order.
 ///
 /// Errors: the file cannot be read or a line is not an [`Event`].
@@ -799,10 +809,7 @@ pub fn compare_target(settings: &Settings, target: &str) -> bool {
     let mut cmd = run_command(settings, target, &["--jobs", "1"]);
     cmd.env(capture::CAPTURE_ENV, &capture_file);
     if let Err(e) = timed(cmd, &format!("{target}: the capturing run")) {
-        match stopped() {
-            Some(signal) => say!("{target}: interrupted by {signal} while capturing: no figure"),
-            None => say!("{target}: not compared: {e}"),
-        }
+        say_stopped_or(target, "while capturing", format_args!("not compared: {e}"));
         return false;
     }
     let events = match read_capture(&capture_file) {
@@ -839,10 +846,7 @@ pub fn compare_target(settings: &Settings, target: &str) -> bool {
     let client_start = match preflight(target, &settings.scripts) {
         Ok(took) => took,
         Err(e) => {
-            match stopped() {
-                Some(why) => say!("{target}: interrupted by {why} before the rounds: no figure"),
-                None => say!("{target}: not compared: {e}"),
-            }
+            say_stopped_or(target, "before the rounds", format_args!("not compared: {e}"));
             return false;
         }
     };
@@ -853,10 +857,7 @@ pub fn compare_target(settings: &Settings, target: &str) -> bool {
             match timed(probe, &format!("{target}: run of one scenario")) {
                 Ok(took) => Some(took),
                 Err(e) => {
-                    match stopped() {
-                        Some(why) => say!("{target}: interrupted by {why} before the rounds: no figure"),
-                        None => say!("{target}: FAILED: {e}"),
-                    }
+                    say_stopped_or(target, "before the rounds", format_args!("FAILED: {e}"));
                     return false;
                 }
             }
@@ -891,10 +892,7 @@ pub fn compare_target(settings: &Settings, target: &str) -> bool {
                 Ok(d) => round_times[i] = d,
                 Err(e) => {
                     // A terminal's Ctrl-C reaches the children too.
-                    match stopped() {
-                        Some(signal) => say!("{target}: interrupted by {signal} in round {round}: no figure"),
-                        None => say!("{target}: FAILED: {e}"),
-                    }
+                    say_stopped_or(target, &format!("in round {round}"), format_args!("FAILED: {e}"));
                     return false;
                 }
             }
