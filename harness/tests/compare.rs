@@ -81,7 +81,7 @@ fn compare_prints_its_ratio_lines_in_the_documented_format() {
     let text = stdout(&o);
     assert!(o.status.success(), "{text}{}", stderr(&o));
     let ratio = regex::Regex::new(
-        r"(?m)^sqlite: run --jobs 1 / sqlite3: \d+\.\d\dx   run / sqlite3: \d+\.\d\dx   \(medians of 1 per-round ratios\)$",
+        r"(?m)^sqlite: run --jobs 1 / sqlite3: \d+\.\d\dx   run / sqlite3: \d+\.\d\dx   \(medians of 1 per-round ratio\)$",
     )
     .unwrap();
     assert!(ratio.is_match(&text), "{text}");
@@ -382,10 +382,31 @@ fn compare_takes_a_folder_that_is_not_the_whole_corpus_and_refuses_what_it_canno
     assert!(stderr(&o).contains("--db sqlite: cannot start `sqlite3`"), "{}", stderr(&o));
     assert!(stderr(&o).contains("apt-get install sqlite3"), "{}", stderr(&o));
     assert!(!stdout(&o).contains(" statements "), "no capture ran: {}", stdout(&o));
-    // `--only` naming nothing: refused, not the whole corpus.
+    // `--only` naming nothing: refused, not the whole corpus; the value is
+    // quoted, so a bare comma is seen as what was given.
     let o = clean_run(&dir.0, &["bench", "--compare", "--db", "sqlite", "--only", ","]);
     assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
-    assert!(stderr(&o).contains("names no scenario") && stdout(&o).is_empty(), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stderr(&o).contains("--only ',' names no scenario") && stdout(&o).is_empty(),
+        "{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    // One name of `--only` matching nothing beside one that matches:
+    // refused, naming it, not a measurement of fewer scenarios than meant.
+    let o = clean_run(&dir.0, &["bench", "--compare", "--db", "sqlite", "--only", "grace/floor,grace/flor-typo"]);
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("grace/flor-typo matches no scenario in"), "{}", stderr(&o));
+    assert!(stdout(&o).is_empty(), "nothing ran: {}", stdout(&o));
+    // An adapter target given to --adapter, which adds it itself: refused.
+    let o = clean_run(&dir.0, &["bench", "--compare", "--adapter", "--db", "adapter:reference-sqlite"]);
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stderr(&o).contains("give the database (--db sqlite)") && stdout(&o).is_empty(),
+        "{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
     // What --only was is shown so that a blank one is seen.
     let o = clean_run(&dir.0, &["bench", "--compare", "--db", "sqlite", "--only", " "]);
     assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));

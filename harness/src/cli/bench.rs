@@ -326,12 +326,11 @@ fn median(v: &[Duration]) -> Duration {
     reapcheck::compare::median(v).unwrap_or(Duration::ZERO)
 }
 
+/// The `p`th percentile of `v` by nearest rank
+/// ([`reapcheck::compare::nearest_rank`]), zero when `v` is empty.
 fn percentile(v: &mut [Duration], p: usize) -> Duration {
-    if v.is_empty() {
-        return Duration::ZERO;
-    }
     v.sort();
-    v[(v.len() - 1) * p / 100]
+    reapcheck::compare::nearest_rank(v, p).unwrap_or(Duration::ZERO)
 }
 
 fn ms(d: Duration) -> String {
@@ -346,7 +345,9 @@ mod tests {
     fn percentiles_pick_from_the_sorted_values() {
         let mut v: Vec<Duration> = [5, 1, 3, 2, 4].into_iter().map(Duration::from_millis).collect();
         assert_eq!(median(&v), Duration::from_millis(3));
-        assert_eq!(percentile(&mut v, 95), Duration::from_millis(4));
+        assert_eq!(percentile(&mut v, 95), Duration::from_millis(5), "nearest rank: 95% of 5 values is the 5th");
+        assert_eq!(percentile(&mut v, 50), Duration::from_millis(3));
+        assert_eq!(percentile(&mut v, 20), Duration::from_millis(1));
         assert_eq!(median(&[]), Duration::ZERO);
         let even: Vec<Duration> = [4, 1, 3, 2].into_iter().map(Duration::from_millis).collect();
         assert_eq!(median(&even), Duration::from_micros(2500), "the mean of the two middle values");

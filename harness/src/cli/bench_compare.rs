@@ -102,6 +102,17 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
         eprintln!("error: --compare: name the targets (--db sqlite,postgres,mariadb)");
         return ExitCode::from(EXIT_INVALID);
     }
+    // Refused before anything runs: an adapter target given to --adapter,
+    // which names the database and adds its reference adapter itself.
+    if args.adapter
+        && let Some(t) = targets.iter().find(|t| t.starts_with("adapter:"))
+    {
+        eprintln!(
+            "error: --compare --adapter --db {t}: --adapter compares adapter:reference-<db> with SQL mode on <db> \
+             itself: give the database (--db sqlite); nothing ran"
+        );
+        return ExitCode::from(EXIT_INVALID);
+    }
     // Refused before anything runs: a target no client here replays.
     if !args.adapter
         && let Some(t) = targets.iter().find(|t| compare::Client::for_target(t).is_none())
@@ -136,6 +147,8 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
         args.only.iter().flat_map(|o| o.split(',')).filter(|f| !f.is_empty()).map(str::to_owned).collect();
     let only_shown = shell_quoted(args.only.as_deref().unwrap_or_default());
     if args.only.is_some() && only.is_empty() {
+        // Always quoted: a bare `,` reads as punctuation of the message.
+        let only_shown = format!("'{}'", args.only.as_deref().unwrap_or_default());
         eprintln!("error: --only {only_shown} names no scenario: give names (grace/floor,leases/) or leave --only out");
         return ExitCode::from(EXIT_INVALID);
     }
@@ -153,6 +166,18 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
             return ExitCode::from(EXIT_INVALID);
         }
     };
+    // Refused before anything runs: one name of `--only` that matches
+    // nothing (a typo would silently measure fewer scenarios than meant).
+    if let Some(unmatched) = only.iter().find(|f| !selected.iter().any(|s| s.name.contains(f.as_str()))) {
+        let known = inputs.scenarios(&[], false).unwrap_or_default();
+        eprintln!(
+            "error: --only {only_shown}: {} matches no scenario in {}: fix it or leave it out; nothing ran{}",
+            shell_quoted(unmatched),
+            inputs.scenarios_shown(),
+            super::inputs::did_you_mean(std::slice::from_ref(unmatched), &known)
+        );
+        return ExitCode::from(EXIT_INVALID);
+    }
     // Refused before anything runs: a dialect folder that does not load
     // (the capturing run, or --adapter's first round, would fail on it,
     // with exit 1). --adapter's runs read the same folder, resolved the

@@ -116,7 +116,9 @@ pub const BENCH: &str = concat!(
      reapcheck bench --db sqlite                     # setup, run, teardown per scenario run\n  \
      reapcheck bench --db sqlite,postgres\n  \
      reapcheck bench --scale --db postgres           # the reaper's scan at 10k, 100k, 1M rows, with plans\n  \
-     reapcheck bench --scale --db sqlite --sizes 10000,100000 --processing 1000 --stale 100\n\n",
+     reapcheck bench --scale --db sqlite --sizes 10000,100000 --processing 1000 --stale 100\n  \
+     reapcheck bench --compare --db sqlite,postgres --rounds 5   # run against the database's own client\n  \
+     reapcheck bench --compare --adapter --db sqlite  # the reference adapter against SQL mode\n\n",
     order!(),
     "\nEnvironment:\n  \
      REAPCHECK_REQUIRE     targets whose skip is a failure\n",

@@ -165,12 +165,9 @@ pub fn compare_adapter(settings: &Settings, sql: &str) -> bool {
 }
 
 /// The 90th percentile of `sorted` (ascending, not empty), by nearest
-/// rank: the value at rank ceil(0.9 n), so never below the median (a
-/// midpoint). The index (n - 1) * 9 / 10 was the minimum of two values,
-/// below their median.
+/// rank ([`super::nearest_rank`]), so never below the median.
 pub fn p90(sorted: &[f64]) -> f64 {
-    let rank = (sorted.len() * 9).div_ceil(10).max(1);
-    sorted[rank - 1]
+    super::nearest_rank(sorted, 90).unwrap_or(f64::NAN)
 }
 
 /// The note said when the adapter's slowest case is more than

@@ -699,6 +699,16 @@ pub fn median<T: Midpoint>(values: &[T]) -> Option<T> {
     }
 }
 
+/// The `p`th percentile (0 to 100) of `sorted` (ascending), by nearest
+/// rank: the value at rank ceil(p n / 100), so a percentile is always one
+/// of the values and never below the median. `None` when `sorted` is
+/// empty. The index (n - 1) p / 100 picked the minimum of two values for
+/// any p under 100, below their median.
+pub fn nearest_rank<T: Copy>(sorted: &[T], p: usize) -> Option<T> {
+    let rank = (sorted.len() * p).div_ceil(100).max(1);
+    sorted.get(rank - 1).copied()
+}
+
 /// Seconds, two decimals.
 pub fn secs(d: Duration) -> String {
     format!("{:.2}s", d.as_secs_f64())
@@ -908,10 +918,11 @@ pub fn compare_target(settings: &Settings, target: &str) -> bool {
     let time = |v: &[Duration]| median(v).map_or_else(|| "-".to_owned(), secs);
     let name = client.name();
     say!(
-        "{target}: run --jobs 1 / {name}: {}   run / {name}: {}   (medians of {} per-round ratios)",
+        "{target}: run --jobs 1 / {name}: {}   run / {name}: {}   (medians of {} per-round ratio{})",
         ratio(&ratios[0]),
         ratio(&ratios[1]),
-        settings.rounds
+        settings.rounds,
+        if settings.rounds == 1 { "" } else { "s" }
     );
     say!(
         "{target}: medians {name} {}   run --jobs 1 {}   run {}   (load average {load_before} before, {} after; {} CPUs)",
@@ -989,6 +1000,17 @@ mod tests {
     #[test]
     fn one_round_is_said_in_the_singular() {
         assert_eq!((rounds(1), rounds(5)), ("1 round".to_owned(), "5 rounds".to_owned()));
+    }
+
+    #[test]
+    fn a_percentile_is_one_of_the_values_by_nearest_rank() {
+        let v = [1, 2, 3, 4, 5];
+        assert_eq!(
+            [nearest_rank(&v, 95), nearest_rank(&v, 50), nearest_rank(&v, 20), nearest_rank(&v, 0)],
+            [Some(5), Some(3), Some(1), Some(1)]
+        );
+        assert_eq!(nearest_rank(&[7, 9], 50), Some(7));
+        assert_eq!(nearest_rank::<u8>(&[], 90), None);
     }
 
     fn sql(session: u64, s: &str) -> Event {
