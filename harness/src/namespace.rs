@@ -50,6 +50,11 @@ pub struct Owner {
     pub started: u64,
 }
 
+/// `n` namespaces, in words: `1 namespace`, `3 namespaces`.
+pub fn count(n: usize) -> String {
+    if n == 1 { "1 namespace".to_owned() } else { format!("{n} namespaces") }
+}
+
 /// This process as an owner.
 pub fn this_process() -> &'static Owner {
     static OWNER: OnceLock<Owner> = OnceLock::new();
@@ -169,6 +174,11 @@ fn host_tag(host: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_namespace_is_said_in_the_singular() {
+        assert_eq!([count(1), count(0), count(3)], ["1 namespace", "0 namespaces", "3 namespaces"]);
+    }
 
     fn owner(host: &str, pid: u32, started: u64) -> Owner {
         Owner { host: host.into(), pid, started }

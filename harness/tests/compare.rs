@@ -413,6 +413,58 @@ fn compare_takes_a_folder_that_is_not_the_whole_corpus_and_refuses_what_it_canno
     assert!(stderr(&o).contains("error: --only ' ': no scenario in "), "{}", stderr(&o));
 }
 
+/// What a stranger found on 2026-12-06: a filter starting with `-` was
+/// read by the child run as a flag; the client read a URL before
+/// reapcheck's own rules did; an empty scenario folder blamed `--only`; a
+/// typo got no suggestion; a missing TMPDIR was made and left.
+#[test]
+fn compare_hands_names_safely_and_refuses_bad_input_in_its_own_words() {
+    let dir = Scratch::new("compare", "stranger");
+    // A filter starting with `-` is a name (`leases/renewal-grace-off`).
+    let o = clean_run(&dir.0, &["bench", "--compare", "--db", "sqlite", "--rounds", "1", "--only=-grace-off"]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("sqlite: run --jobs 1 / sqlite3: "), "{}", stdout(&o));
+    // reapcheck's reading of the URL, not psql's: exit 2, nothing kept.
+    for (url, said) in [("not a url", "not a URL"), ("mysql://root@127.0.0.1:3306/test", "mysql")] {
+        let o = common::clean_command(&dir.0, &["bench", "--compare", "--db", "postgres"])
+            .env("REAPCHECK_POSTGRES_URL", url)
+            .env("TMPDIR", &dir.0)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{url}: {}{}", stdout(&o), stderr(&o));
+        assert!(stderr(&o).contains("REAPCHECK_POSTGRES_URL: ") && stderr(&o).contains(said), "{url}: {}", stderr(&o));
+        assert!(stderr(&o).contains("fix the URL") && !stderr(&o).contains("does not exist"), "{}", stderr(&o));
+    }
+    let kept: Vec<_> = std::fs::read_dir(&dir.0)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("reapcheck-compare-"))
+        .collect();
+    assert!(kept.is_empty(), "a refused URL kept {kept:?}");
+    // An empty scenario folder: said as such, not as an --only that was never given.
+    let empty = dir.path("no-scenarios");
+    std::fs::create_dir_all(&empty).unwrap();
+    let o = clean_run(&dir.0, &["bench", "--compare", "--db", "sqlite", "--scenarios", empty.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("no scenario in") && !stderr(&o).contains("--only"), "{}", stderr(&o));
+    // A typo of a whole name: the closest one is suggested.
+    let o = clean_run(&dir.0, &["bench", "--compare", "--db", "sqlite", "--only", "grace/recent-bet"]);
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("did you mean `grace/recent-beat`?"), "{}", stderr(&o));
+    // A TMPDIR that does not exist: refused, and not made.
+    let missing = dir.path("no-such-tmp");
+    let o = common::clean_command(
+        &dir.0,
+        &["bench", "--compare", "--db", "sqlite", "--rounds", "1", "--only", "grace/floor"],
+    )
+    .env("TMPDIR", &missing)
+    .output()
+    .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("set TMPDIR to a folder that exists"), "{}", stderr(&o));
+    assert!(!missing.exists(), "bench --compare made the missing TMPDIR {}", missing.display());
+}
+
 /// A flag of `--compare` without `--compare` is refused (exit 2), not
 /// ignored: clap's `requires` gave way whenever a flag of `bench`'s other
 /// modes (which conflict with `--compare`) was given too.

@@ -84,7 +84,7 @@ async fn namespaces_left_by_a_killed_run_are_removed_by_the_next_one() {
     assert!(!left.is_empty(), "five killed runs left no schema: the test proves nothing");
     let (code, out) = Run::start(&pg.url(), &["--exact", "grace/beat-older-than-claim"]).finish();
     assert_eq!(code, Some(0), "{out}");
-    let said = format!("removed {} namespaces left on postgres by earlier runs", left.len());
+    let said = format!("removed {} left on postgres by earlier runs", reapcheck::namespace::count(left.len()));
     assert!(out.contains(&said), "expected `{said}`:\n{out}");
     assert_eq!(pg.namespaces().await, Vec::<String>::new(), "schemas left behind");
 }
@@ -224,7 +224,7 @@ async fn on_mariadb_sigint_leaves_nothing_and_a_killed_runs_leftovers_are_remove
     assert!(!left.is_empty(), "eight killed runs left no database: the test proves nothing; the last:\n{last}");
     let (code, out) = Run::start_on("mariadb", &db.url(), &["--exact", "grace/beat-older-than-claim"]).finish();
     assert_eq!(code, Some(0), "{out}");
-    let said = format!("removed {} namespaces left on mariadb by earlier runs", left.len());
+    let said = format!("removed {} left on mariadb by earlier runs", reapcheck::namespace::count(left.len()));
     assert!(out.contains(&said), "expected `{said}`:\n{out}");
     assert_eq!(db.namespaces().await, Vec::<String>::new(), "databases left behind");
 }

@@ -194,7 +194,7 @@ async fn after_sigint_the_run_names_the_namespaces_still_on_the_server_and_the_n
     // The advice holds: the next run (shipped SQL) removes them.
     let (code, out) = Run::start(&pg.url(), &["--exact", "grace/beat-older-than-claim"]).finish();
     assert_eq!(code, Some(0), "{out}");
-    assert!(out.contains(&format!("removed {} namespaces left on postgres", left.len())), "{out}");
+    assert!(out.contains(&format!("removed {} left on postgres", reapcheck::namespace::count(left.len()))), "{out}");
     assert_eq!(pg.namespaces().await, Vec::<String>::new(), "schemas left behind");
     // `mutate` says the same after its signal.
     let run = Run::start_command(

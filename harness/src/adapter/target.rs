@@ -161,9 +161,9 @@ impl AdapterTarget {
             let swept = runner::sweep(&server, &dialect).await;
             if !swept.removed.is_empty() {
                 println!(
-                    "removed {} namespaces left on {database} (adapter {}) by earlier runs (their process is gone, \
+                    "removed {} left on {database} (adapter {}) by earlier runs (their process is gone, \
                      or they are over {} h old)",
-                    swept.removed.len(),
+                    crate::namespace::count(swept.removed.len()),
                     config.name,
                     crate::namespace::MAX_AGE.as_secs() / 3600
                 );

@@ -66,7 +66,7 @@ pub fn bench(args: BenchArgs) -> ExitCode {
         return ExitCode::from(EXIT_INVALID);
     }
     if args.compare.compare {
-        let code = super::bench_compare::compare(&args.compare, &args.db, &args.inputs);
+        let code = super::bench_compare::compare(&args.compare, &args.db, &args.inputs, args.statement_timeout.seconds);
         // Stopped by a closed stdout, its child ended and its folder
         // removed (dropped): it ends as a closed stdout ends any other
         // command, by SIGPIPE.

@@ -40,7 +40,8 @@ pub struct CompareArgs {
     #[arg(long, value_name = "NAMES", requires = "compare")]
     pub only: Option<String>,
     /// `--compare`: where the captures (`<db>.jsonl`) and scripts
-    /// (`<db>.sql`) are written, and kept [default: a folder in the
+    /// (`<db>.sql`) are written, replacing files of those names, and kept
+    /// [default: a folder in the
     /// temporary directory, removed when every target was compared or a
     /// signal or a closed stdout stopped it, kept and named when one
     /// failed].
@@ -74,7 +75,10 @@ impl CompareArgs {
 }
 
 /// Runs `bench --compare` on the `--db` targets.
-pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
+///
+/// `statement_timeout_seconds` is `bench`'s `--statement-timeout`, handed
+/// to every child `run`.
+pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs, statement_timeout_seconds: u64) -> ExitCode {
     let exe = match std::env::current_exe() {
         Ok(e) => e,
         Err(e) => {
@@ -84,14 +88,14 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
     };
     // Adapter mode's runs start in a scratch project, whose reapcheck.toml
     // holds these settings resolved ([`adapter_project`]) instead.
-    let mut run_args = Vec::new();
-    if let Some(s) = inputs.scenarios.as_ref().filter(|_| !args.adapter) {
-        run_args.extend(["--scenarios".to_owned(), s.clone()]);
-    }
-    if let Some(d) = inputs.dialects.as_ref().filter(|_| !args.adapter) {
-        let d = d.canonicalize().unwrap_or_else(|_| d.clone());
-        run_args.extend(["--dialects".to_owned(), d.to_string_lossy().into_owned()]);
-    }
+    let folders = ChildFolders {
+        scenarios: inputs.scenarios.clone().filter(|_| !args.adapter),
+        dialects: inputs
+            .dialects
+            .as_ref()
+            .filter(|_| !args.adapter)
+            .map(|d| d.canonicalize().unwrap_or_else(|_| d.clone())),
+    };
     let mut targets: Vec<&str> = Vec::new();
     for t in db.split(',').map(str::trim).filter(|t| !t.is_empty()) {
         if !targets.contains(&t) {
@@ -132,11 +136,20 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
         };
         let variable = target.url_variable();
         let url = std::env::var(&variable).ok().filter(|u| !u.trim().is_empty());
+        let users =
+            if args.adapter { "the reference adapter uses" } else { "the capturing run and the client both use" };
         if target != reapcheck::target::Target::Sqlite && url.is_none() {
             eprintln!(
-                "error: --compare --db {t}: {variable} is not set (or blank): set it to the server's URL, which the \
-                 capturing run and the client both use; nothing ran"
+                "error: --compare --db {t}: {variable} is not set (or blank): set it to the server's URL, which \
+                 {users}; nothing ran"
             );
+            return ExitCode::from(EXIT_INVALID);
+        }
+        // reapcheck's own reading of the URL first, as `run`'s: the client
+        // reads it otherwise (psql took `not a url` for a database name).
+        if let Some(why) = url.as_deref().and_then(|u| reapcheck::reach::url_refused(target, u)) {
+            let why = why.strip_prefix(&format!("invalid {variable}: ")).unwrap_or(&why).to_owned();
+            eprintln!("error: --compare --db {t}: {variable}: {why}: fix the URL; nothing ran");
             return ExitCode::from(EXIT_INVALID);
         }
     }
@@ -153,10 +166,16 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
         return ExitCode::from(EXIT_INVALID);
     }
     let selected = match inputs.scenarios(&only, false) {
+        Ok(s) if s.is_empty() && only.is_empty() => {
+            eprintln!("error: no scenario in {}: nothing would run; add a .yaml file", inputs.scenarios_shown());
+            return ExitCode::from(EXIT_INVALID);
+        }
         Ok(s) if s.is_empty() => {
+            let known = inputs.scenarios(&[], false).unwrap_or_default();
             eprintln!(
-                "error: --only {only_shown}: no scenario in {} matches: nothing would run",
-                inputs.scenarios_shown()
+                "error: --only {only_shown}: no scenario in {} matches: nothing would run{}",
+                inputs.scenarios_shown(),
+                super::inputs::did_you_mean(&only, &known)
             );
             return ExitCode::from(EXIT_INVALID);
         }
@@ -194,15 +213,29 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
         .unwrap_or_else(|| std::env::temp_dir().join(format!("reapcheck-compare-{}", std::process::id())));
     // Made, and written once: a folder that exists but cannot be written
     // (`/sys`) made the capturing run fail on its first statement.
+    // Its own folder is made in the temporary directory, never the
+    // directory itself (a missing TMPDIR was made, and left).
     let probe = scripts.join(format!(".reapcheck-write-{}", std::process::id()));
-    let writable = std::fs::create_dir_all(&scripts)
-        .and_then(|()| std::fs::write(&probe, b""))
-        .and_then(|()| std::fs::remove_file(&probe));
+    let made = if args.scripts.is_some() {
+        std::fs::create_dir_all(&scripts)
+    } else {
+        std::fs::create_dir(&scripts)
+            .or_else(|e| if e.kind() == std::io::ErrorKind::AlreadyExists { Ok(()) } else { Err(e) })
+    };
+    let writable = made.and_then(|()| std::fs::write(&probe, b"")).and_then(|()| std::fs::remove_file(&probe));
     if let Err(e) = writable {
-        eprintln!(
-            "error: --scripts {}: cannot write in the folder ({e}): give a folder that can be written",
-            scripts.display()
-        );
+        if args.scripts.is_some() {
+            eprintln!(
+                "error: --scripts {}: cannot write in the folder ({e}): give a folder that can be written",
+                scripts.display()
+            );
+        } else {
+            eprintln!(
+                "error: cannot make {} in the temporary directory ({e}): set TMPDIR to a folder that exists and can \
+                 be written, or give --scripts DIR; nothing ran",
+                scripts.display()
+            );
+        }
         return ExitCode::from(EXIT_INVALID);
     }
     let scripts = scripts.canonicalize().unwrap_or(scripts);
@@ -237,9 +270,9 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs) -> ExitCode {
     // selection, none when it is the selection.
     let probe_args = match selected.as_slice() {
         [_] | [] => None,
-        [first, ..] => Some([run_args.clone(), vec!["--exact".to_owned(), first.name.clone()]].concat()),
+        [first, ..] => Some(child_args(statement_timeout_seconds, &folders, true, std::slice::from_ref(&first.name))),
     };
-    run_args.extend(only);
+    let run_args = child_args(statement_timeout_seconds, &folders, false, &only);
     let project = if args.adapter {
         match adapter_project(inputs) {
             Ok(p) => Some(p),
@@ -323,6 +356,36 @@ fn shell_quoted(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\\''"))
 }
 
+/// The scenario sets and dialects folder the child runs are given (SQL
+/// mode; `None` in `--adapter` mode, whose scratch project holds them).
+struct ChildFolders {
+    scenarios: Option<String>,
+    dialects: Option<std::path::PathBuf>,
+}
+
+/// The arguments every child `run` gets after `--db <target>`: the
+/// statement time limit in seconds (`bench`'s `--statement-timeout`), the
+/// folders, then `--exact` if asked, and the scenario names or filters
+/// after `--`, so that a name starting with `-` (`--only=-grace`) is not
+/// read as a flag.
+fn child_args(statement_timeout_seconds: u64, folders: &ChildFolders, exact: bool, names: &[String]) -> Vec<String> {
+    let mut args = vec!["--statement-timeout".to_owned(), statement_timeout_seconds.to_string()];
+    if let Some(s) = &folders.scenarios {
+        args.extend(["--scenarios".to_owned(), s.clone()]);
+    }
+    if let Some(d) = &folders.dialects {
+        args.extend(["--dialects".to_owned(), d.to_string_lossy().into_owned()]);
+    }
+    if exact {
+        args.push("--exact".to_owned());
+    }
+    if !names.is_empty() {
+        args.push("--".to_owned());
+        args.extend(names.iter().cloned());
+    }
+    args
+}
+
 /// `bench --compare`'s own folder in the temporary directory, removed on
 /// drop unless kept: a panic or an early return leaves nothing behind.
 struct ScriptsFolder {
@@ -363,4 +426,30 @@ fn adapter_project(inputs: &Inputs) -> Result<compare::adapter::ProjectInputs, V
     let dialects = project.dialects(inputs.dialects.as_deref()).value.as_deref().map(absolute);
     let builtin_dialects = project.builtin_dialects().into_iter().map(|s| s.value).collect();
     Ok(compare::adapter::ProjectInputs { scenarios, dialects, builtin_dialects })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn child_runs_get_the_statement_timeout_and_names_after_a_double_dash() {
+        let none = ChildFolders { scenarios: None, dialects: None };
+        assert_eq!(child_args(7, &none, false, &[]), ["--statement-timeout", "7"]);
+        assert_eq!(
+            child_args(30, &none, false, &["-grace".to_owned(), "leases/".to_owned()]),
+            ["--statement-timeout", "30", "--", "-grace", "leases/"]
+        );
+        let folders = ChildFolders { scenarios: Some("builtin".into()), dialects: Some("/d".into()) };
+        assert_eq!(
+            child_args(30, &folders, true, &["grace/floor".to_owned()]),
+            ["--statement-timeout", "30", "--scenarios", "builtin", "--dialects", "/d", "--exact", "--", "grace/floor"]
+        );
+    }
+
+    #[test]
+    fn a_plain_word_is_shown_as_it_is_and_anything_else_quoted() {
+        assert_eq!(shell_quoted("grace/floor,leases/"), "grace/floor,leases/");
+        assert_eq!([shell_quoted(" "), shell_quoted(""), shell_quoted("a'b")], ["' '", "''", "'a'\\''b'"]);
+    }
 }

@@ -702,8 +702,8 @@ async fn run_target(
     let swept = runner::sweep(&server, dialect).await;
     if !swept.removed.is_empty() {
         out.line(format!(
-            "removed {} namespaces left on {target} by earlier runs (their process is gone, or they are over {} h old)",
-            swept.removed.len(),
+            "removed {} left on {target} by earlier runs (their process is gone, or they are over {} h old)",
+            reapcheck::namespace::count(swept.removed.len()),
             reapcheck::namespace::MAX_AGE.as_secs() / 3600
         ));
     }

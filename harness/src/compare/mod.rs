@@ -903,6 +903,14 @@ pub fn compare_target(settings: &Settings, target: &str) -> bool {
                 Err(e) => {
                     // A terminal's Ctrl-C reaches the children too.
                     say_stopped_or(target, &format!("in round {round}"), format_args!("FAILED: {e}"));
+                    // A replay cut short on a server leaves its namespace
+                    // (the script drops it at its end); the capture's names
+                    // carry this process's prefix, so a later run sweeps it.
+                    if i == 0 && stopped().is_some() && target != "sqlite" {
+                        say!(
+                            "{target}: the replay's namespace stays on the server until the next reapcheck run sweeps it"
+                        );
+                    }
                     return false;
                 }
             }
