@@ -330,6 +330,11 @@ mod tests {
         assert!(typo.starts_with("the driver does not read the parameter `sslmod`"), "{typo}");
         let typo = url_refused(Target::Mariadb, "mysql://root@127.0.0.1/t?ssl-mod=REQUIRED").expect("refused");
         assert!(typo.contains("`ssl-mod`") && typo.contains("ssl-mode"), "{typo}");
+        let mode = url_refused(Target::Mariadb, "mysql://root:Sekrit-1@127.0.0.1/t?ssl-mode=ALWAYS").expect("refused");
+        assert_eq!(
+            mode, "the driver cannot read it: unknown value \"ALWAYS\" for `ssl_mode`",
+            "said once, no password"
+        );
         let other = url_refused(Target::Mariadb, "postgres://root@127.0.0.1:3306/test").expect("refused");
         assert!(other.starts_with("the scheme `postgres:` is not mariadb's"), "{other}");
         assert!(url_refused(Target::Postgres, "postgress://u@h/t").is_some());

@@ -559,7 +559,13 @@ pub enum UrlForm {
 /// from a server that does not answer. The message shows no credential.
 pub fn check_url(form: UrlForm, url: &str) -> Result<(), BackendError> {
     use std::str::FromStr;
-    let hide = |e: BackendError| BackendError { message: crate::redact::message(&e.message, url), ..e };
+    // sqlx says `error with configuration: ` once per layer of its error
+    // (twice for an unknown `ssl-mode`): said once, in our words.
+    let hide = |e: BackendError| {
+        let said = e.message.replace("error with configuration: ", "");
+        let said = if said == e.message { said } else { format!("the driver cannot read it: {said}") };
+        BackendError { message: crate::redact::message(&said, url), ..e }
+    };
     match form {
         UrlForm::Postgres => sqlx::postgres::PgConnectOptions::from_str(url).map(drop).map_err(|e| hide(e.into())),
         UrlForm::MySql => sqlx::mysql::MySqlConnectOptions::from_str(url).map(drop).map_err(|e| hide(e.into())),

@@ -128,7 +128,7 @@ pub const BENCH: &str = concat!(
      0  measured (--scale: no plan line flagged, growth within the goal)\n  \
      1  a run failed or a target could not run; --scale: a flagged plan line\n     \
      or a growth ratio over the goal\n  \
-     2  invalid input\n"
+     2  invalid input; --compare: also a client that cannot start or cannot reach its server\n"
 );
 
 /// `fuzz`.
