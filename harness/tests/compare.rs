@@ -302,7 +302,7 @@ fn compare_takes_a_folder_that_is_not_the_whole_corpus_and_refuses_what_it_canno
     // A --scripts that cannot be a folder: exit 2, naming the flag.
     let o = clean_run(&dir.0, &["bench", "--compare", "--db", "sqlite", "--scripts", "/dev/null"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("--scripts /dev/null: cannot write in the folder"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--scripts /dev/null: is not a folder"), "{}", stderr(&o));
     // A folder that exists but takes no file (even from root): the same
     // exit 2, not a capturing run that panics on its first statement.
     let o = clean_run(&dir.0, &["bench", "--compare", "--db", "sqlite", "--scripts", "/sys"]);
@@ -463,6 +463,39 @@ fn compare_hands_names_safely_and_refuses_bad_input_in_its_own_words() {
     assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
     assert!(stderr(&o).contains("set TMPDIR to a folder that exists"), "{}", stderr(&o));
     assert!(!missing.exists(), "bench --compare made the missing TMPDIR {}", missing.display());
+    // A scenario folder whose name starts with `-` reaches the child runs
+    // as a value, not a flag.
+    let dashed = dir.path("-sc");
+    std::fs::create_dir_all(&dashed).unwrap();
+    let floor = common::root().join("scenarios/grace/floor-keeps-recent-beat.yaml");
+    std::fs::copy(&floor, dashed.join("floor-keeps-recent-beat.yaml")).unwrap();
+    let snapshots = common::root().join("scenarios/grace/snapshots");
+    if snapshots.is_dir() {
+        std::fs::create_dir_all(dashed.join("snapshots")).unwrap();
+        for e in std::fs::read_dir(&snapshots).unwrap().flatten() {
+            if e.file_name().to_string_lossy().contains("floor-keeps-recent-beat") {
+                std::fs::copy(e.path(), dashed.join("snapshots").join(e.file_name())).unwrap();
+            }
+        }
+    }
+    let o = clean_run(&dir.0, &["bench", "--compare", "--db", "sqlite", "--rounds", "1", "--scenarios=-sc"]);
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    // The hints name what to give instead.
+    let o = clean_run(&dir.0, &["bench", "--compare", "--adapter", "--db", "adapter:reference-postgres"]);
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("(--db postgres)"), "{}", stderr(&o));
+    let o = clean_run(&dir.0, &["bench", "--compare", "--db", "adapter:reference-sqlite"]);
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stderr(&o).contains("--adapter --db <its database>") && stderr(&o).contains("nothing ran"),
+        "{}",
+        stderr(&o)
+    );
+    let file = dir.path("a-file");
+    std::fs::write(&file, "").unwrap();
+    let o = clean_run(&dir.0, &["bench", "--compare", "--db", "sqlite", "--scripts", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}{}", stdout(&o), stderr(&o));
+    assert!(stderr(&o).contains("is not a folder"), "{}", stderr(&o));
 }
 
 /// A flag of `--compare` without `--compare` is refused (exit 2), not

@@ -227,7 +227,7 @@ async fn scale_target(target: Target, dialect: &Dialect, settings: &scale::Setti
     };
     let swept = runner::sweep(&server, dialect).await;
     if !swept.removed.is_empty() {
-        println!("removed {} namespace(s) left on {target} by earlier runs", swept.removed.len());
+        println!("removed {} left on {target} by earlier runs", reapcheck::namespace::count(swept.removed.len()));
     }
     swept.errors.iter().for_each(|e| println!("warning: {target}: {e}"));
     let shape = settings.shape;

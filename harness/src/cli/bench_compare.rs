@@ -111,9 +111,10 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs, statement_timeout_
     if args.adapter
         && let Some(t) = targets.iter().find(|t| t.starts_with("adapter:"))
     {
+        let db = t.strip_prefix("adapter:reference-").unwrap_or("sqlite");
         eprintln!(
             "error: --compare --adapter --db {t}: --adapter compares adapter:reference-<db> with SQL mode on <db> \
-             itself: give the database (--db sqlite); nothing ran"
+             itself: give the database (--db {db}); nothing ran"
         );
         return ExitCode::from(EXIT_INVALID);
     }
@@ -121,8 +122,11 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs, statement_timeout_
     if !args.adapter
         && let Some(t) = targets.iter().find(|t| compare::Client::for_target(t).is_none())
     {
+        let adapter =
+            if t.starts_with("adapter:") { "; an adapter is compared by --adapter --db <its database>" } else { "" };
         eprintln!(
-            "error: --compare --db {t}: bench --compare replays through sqlite3, psql and mariadb only (--db sqlite,postgres,mariadb)"
+            "error: --compare --db {t}: bench --compare replays through sqlite3, psql and mariadb only (--db \
+             sqlite,postgres,mariadb){adapter}; nothing ran"
         );
         return ExitCode::from(EXIT_INVALID);
     }
@@ -224,7 +228,9 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs, statement_timeout_
     };
     let writable = made.and_then(|()| std::fs::write(&probe, b"")).and_then(|()| std::fs::remove_file(&probe));
     if let Err(e) = writable {
-        if args.scripts.is_some() {
+        if args.scripts.is_some() && !scripts.is_dir() && scripts.exists() {
+            eprintln!("error: --scripts {}: is not a folder: give a folder (made if missing)", scripts.display());
+        } else if args.scripts.is_some() {
             eprintln!(
                 "error: --scripts {}: cannot write in the folder ({e}): give a folder that can be written",
                 scripts.display()
@@ -365,16 +371,18 @@ struct ChildFolders {
 
 /// The arguments every child `run` gets after `--db <target>`: the
 /// statement time limit in seconds (`bench`'s `--statement-timeout`), the
-/// folders, then `--exact` if asked, and the scenario names or filters
+/// folders (as `--flag=value`), then `--exact` if asked, and the scenario names or filters
 /// after `--`, so that a name starting with `-` (`--only=-grace`) is not
 /// read as a flag.
 fn child_args(statement_timeout_seconds: u64, folders: &ChildFolders, exact: bool, names: &[String]) -> Vec<String> {
     let mut args = vec!["--statement-timeout".to_owned(), statement_timeout_seconds.to_string()];
+    // `--flag=value`: a value starting with `-` (a folder `-sc`) is not
+    // read as a flag.
     if let Some(s) = &folders.scenarios {
-        args.extend(["--scenarios".to_owned(), s.clone()]);
+        args.push(format!("--scenarios={s}"));
     }
     if let Some(d) = &folders.dialects {
-        args.extend(["--dialects".to_owned(), d.to_string_lossy().into_owned()]);
+        args.push(format!("--dialects={}", d.to_string_lossy()));
     }
     if exact {
         args.push("--exact".to_owned());
@@ -443,7 +451,7 @@ mod tests {
         let folders = ChildFolders { scenarios: Some("builtin".into()), dialects: Some("/d".into()) };
         assert_eq!(
             child_args(30, &folders, true, &["grace/floor".to_owned()]),
-            ["--statement-timeout", "30", "--scenarios", "builtin", "--dialects", "/d", "--exact", "--", "grace/floor"]
+            ["--statement-timeout", "30", "--scenarios=builtin", "--dialects=/d", "--exact", "--", "grace/floor"]
         );
     }
 
