@@ -179,6 +179,17 @@ pub async fn connect(target: Target, url: &str) -> Result<Server, String> {
     result.map_err(|e| e.to_string())
 }
 
+/// The refusal of `url` as the value of `target`'s variable, said as
+/// `REAPCHECK_<TARGET>_URL: <why>` ([`url_refused`], without the driver's
+/// own `invalid <variable>: ` in front), for `run` and `bench --compare`
+/// to refuse before anything runs; `None` when the URL can be read.
+pub fn url_variable_refused(target: Target, url: &str) -> Option<String> {
+    let variable = target.url_variable();
+    let why = url_refused(target, url)?;
+    let why = why.strip_prefix(&format!("invalid {variable}: ")).unwrap_or(&why);
+    Some(format!("{variable}: {why}"))
+}
+
 /// Why `url` cannot be `target`'s URL at all (not a URL, an option or value
 /// its driver refuses), before anything connects: invalid input, where a
 /// server that does not answer is a failure. Never the credential.
@@ -330,6 +341,12 @@ mod tests {
         assert!(typo.starts_with("the driver does not read the parameter `sslmod`"), "{typo}");
         let typo = url_refused(Target::Mariadb, "mysql://root@127.0.0.1/t?ssl-mod=REQUIRED").expect("refused");
         assert!(typo.contains("`ssl-mod`") && typo.contains("ssl-mode"), "{typo}");
+        // Said once as the variable's, whichever driver said it first.
+        let said = url_variable_refused(Target::Mssql, bad).expect("refused");
+        assert!(said.starts_with("REAPCHECK_MSSQL_URL: ") && !said.contains("invalid REAPCHECK_MSSQL_URL"), "{said}");
+        let said = url_variable_refused(Target::Postgres, "not a url").expect("refused");
+        assert!(said.starts_with("REAPCHECK_POSTGRES_URL: this is not a URL"), "{said}");
+        assert_eq!(url_variable_refused(Target::Postgres, "postgres://postgres@127.0.0.1:5432/test"), None);
         let mode = url_refused(Target::Mariadb, "mysql://root:Sekrit-1@127.0.0.1/t?ssl-mode=ALWAYS").expect("refused");
         assert_eq!(
             mode, "the driver cannot read it: unknown value \"ALWAYS\" for `ssl_mode`",

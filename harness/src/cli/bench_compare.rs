@@ -41,10 +41,9 @@ pub struct CompareArgs {
     pub only: Option<String>,
     /// `--compare`: where the captures (`<db>.jsonl`) and scripts
     /// (`<db>.sql`) are written, replacing files of those names, and kept
-    /// [default: a folder in the
-    /// temporary directory, removed when every target was compared or a
-    /// signal or a closed stdout stopped it, kept and named when one
-    /// failed].
+    /// [default: a folder in the temporary directory, removed when every
+    /// target was compared or a signal or a closed stdout stopped it, kept
+    /// and named when one failed].
     #[arg(long, value_name = "DIR", requires = "compare")]
     pub scripts: Option<std::path::PathBuf>,
 }
@@ -151,9 +150,8 @@ pub fn compare(args: &CompareArgs, db: &str, inputs: &Inputs, statement_timeout_
         }
         // reapcheck's own reading of the URL first, as `run`'s: the client
         // reads it otherwise (psql took `not a url` for a database name).
-        if let Some(why) = url.as_deref().and_then(|u| reapcheck::reach::url_refused(target, u)) {
-            let why = why.strip_prefix(&format!("invalid {variable}: ")).unwrap_or(&why).to_owned();
-            eprintln!("error: --compare --db {t}: {variable}: {why}: fix the URL; nothing ran");
+        if let Some(why) = url.as_deref().and_then(|u| reapcheck::reach::url_variable_refused(target, u)) {
+            eprintln!("error: --compare --db {t}: {why}: fix the URL; nothing ran");
             return ExitCode::from(EXIT_INVALID);
         }
     }
@@ -371,13 +369,11 @@ struct ChildFolders {
 
 /// The arguments every child `run` gets after `--db <target>`: the
 /// statement time limit in seconds (`bench`'s `--statement-timeout`), the
-/// folders (as `--flag=value`), then `--exact` if asked, and the scenario names or filters
-/// after `--`, so that a name starting with `-` (`--only=-grace`) is not
-/// read as a flag.
+/// folders as `--flag=value`, then `--exact` if asked, and the scenario
+/// names or filters after `--`: a value starting with `-` (a folder `-sc`,
+/// `--only=-grace`) is never read as a flag.
 fn child_args(statement_timeout_seconds: u64, folders: &ChildFolders, exact: bool, names: &[String]) -> Vec<String> {
     let mut args = vec!["--statement-timeout".to_owned(), statement_timeout_seconds.to_string()];
-    // `--flag=value`: a value starting with `-` (a folder `-sc`) is not
-    // read as a flag.
     if let Some(s) = &folders.scenarios {
         args.push(format!("--scenarios={s}"));
     }

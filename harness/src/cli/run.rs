@@ -266,10 +266,9 @@ pub fn run(args: RunArgs) -> ExitCode {
         let variable = target.url_variable();
         if let Ok(url) = std::env::var(&variable)
             && !url.trim().is_empty()
-            && let Some(why) = reach::url_refused(target, &url)
+            && let Some(why) = reach::url_variable_refused(target, &url)
         {
-            let why = why.strip_prefix(&format!("invalid {variable}: ")).unwrap_or(&why).to_owned();
-            return invalid(format!("{variable}: {why}: fix the URL; nothing ran"));
+            return invalid(format!("{why}: fix the URL; nothing ran"));
         }
     }
     let scenarios = match args.inputs.scenarios(&args.filters, args.exact) {
