@@ -233,21 +233,43 @@ fn a_signal_stops_compare_between_rounds_with_exit_130() {
 #[test]
 fn a_signal_mid_replay_ends_the_client_too() {
     for (signal, name) in [(libc::SIGTERM, "SIGTERM"), (libc::SIGHUP, "SIGHUP")] {
-        signal_mid_replay(signal, name);
+        let text = signal_mid_replay(signal, name, "sqlite", "sqlite3", None);
+        assert!(!text.contains("namespace stays"), "SQLite's replay has no namespace on a server: {text}");
     }
 }
 
+/// A replay cut short on a server leaves the namespace its script made
+/// (the script drops it at its end): the command says the next run sweeps
+/// it. The capture runs on the real server; the replaying client is fake.
 #[cfg(unix)]
-fn signal_mid_replay(signal: libc::c_int, name: &str) {
-    let dir = Scratch::new("compare", &format!("client-{name}"));
+#[test]
+fn a_signal_mid_replay_on_a_server_says_its_namespace_waits_for_the_sweep() {
+    let Some(url) = server_url("REAPCHECK_MARIADB_URL") else { return };
+    let text = signal_mid_replay(libc::SIGTERM, "SIGTERM", "mariadb", "mariadb", Some(("REAPCHECK_MARIADB_URL", &url)));
+    assert!(
+        text.contains("mariadb: the replay's namespace stays on the server until the next reapcheck run sweeps it"),
+        "{text}"
+    );
+}
+
+/// Sends `signal` (called `name`) to `bench --compare --db target` while
+/// its fake `client` replays (`url`: the target's variable and server, for
+/// the capture), checks exit 130 and that nothing is left, and returns
+/// what it printed.
+#[cfg(unix)]
+fn signal_mid_replay(signal: libc::c_int, name: &str, target: &str, client: &str, url: Option<(&str, &str)>) -> String {
+    let dir = Scratch::new("compare", &format!("client-{target}-{name}"));
     let pid_file = dir.path("client.pid");
-    // A sqlite3 that passes the check and never ends a replay.
-    let bin = fake_client(&dir, "sqlite3", &format!("echo $$ > {}\nexec sleep 600", pid_file.display()));
+    // A client that passes the check and never ends a replay.
+    let bin = fake_client(&dir, client, &format!("echo $$ > {}\nexec sleep 600", pid_file.display()));
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     let tmp = dir.path("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
-    let args = ["bench", "--compare", "--rounds", "1", "--db", "sqlite", "--only", "grace/floor"];
+    let args = ["bench", "--compare", "--rounds", "1", "--db", target, "--only", "grace/floor"];
     let mut cmd = common::clean_command(&dir.0, &args);
+    if let Some((variable, url)) = url {
+        cmd.env(variable, url);
+    }
     // A test run under `nohup` (as `.ci/run` is) hands SIGHUP down ignored,
     // which reapcheck rightly keeps: this child gets the default.
     // SAFETY: signal(2) is async-signal-safe, allowed between fork and exec.
@@ -274,6 +296,7 @@ fn signal_mid_replay(signal: libc::c_int, name: &str) {
     assert!(text.contains(&format!("interrupted by {name}")), "{text}");
     // Its own folder is removed: nothing in it is worth keeping.
     assert_nothing_left(client, &tmp, &text);
+    text
 }
 
 #[test]
